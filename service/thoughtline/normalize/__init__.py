@@ -1,0 +1,135 @@
+"""Pure normalization: raw provider bytes in, one `Record` out. No I/O, clocks or logging.
+
+`normalize(payload, format=None)` checks the size cap, recognises a recorded stream, detects the
+format from the payload's shape when none is given, and hands the bytes to the one module that
+knows that format (`FORMATS`, a plain dict).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final, get_args
+
+import msgspec
+
+from thoughtline.errors import NormalizeError, UnknownFormatError
+from thoughtline.normalize import gemini
+from thoughtline.normalize.compose import decode, present
+from thoughtline.record import FormatName, Record
+
+__all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "FORMATS", "PROVIDERS", "detect_format", "normalize"]
+
+DEFAULT_MAX_PAYLOAD_BYTES: Final = 32 * 1024 * 1024
+
+FormatNormalizer = Callable[..., Record]
+
+FORMATS: Final[dict[str, FormatNormalizer]] = {
+    "gemini": gemini.normalize,
+}
+"""Format name -> the module function that normalizes one non-streamed body of it."""
+
+PROVIDERS: Final[dict[str, str]] = {
+    "gemini": "google",
+    "anthropic": "anthropic",
+    "openai_chat": "openai",
+    "openai_responses": "openai",
+    "bedrock_converse": "amazon_bedrock",
+    "mistral": "mistral",
+    "ollama": "ollama",
+}
+
+KNOWN_FORMATS: Final[tuple[str, ...]] = get_args(FormatName)
+
+
+class _Shape(msgspec.Struct):
+    """The top-level keys that tell the formats apart; values are skipped, not decoded."""
+
+    candidates: msgspec.Raw = msgspec.Raw()
+    promptFeedback: msgspec.Raw = msgspec.Raw()  # noqa: N815 - wire name
+    usageMetadata: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    type: str | None = None
+    object: str | None = None
+    choices: msgspec.Raw = msgspec.Raw()
+    output: msgspec.Raw = msgspec.Raw()
+    stopReason: str | None = None  # noqa: N815
+    message: msgspec.Raw = msgspec.Raw()
+    response: msgspec.Raw = msgspec.Raw()
+    done: bool | None = None
+    content: msgspec.Raw = msgspec.Raw()
+
+
+_MISTRAL_CHUNK: Final = re.compile(rb'"type"\s*:\s*"(?:thinking|reference|document_url)"')
+
+
+def normalize(
+    payload: bytes | str,
+    format: str | None = None,  # noqa: A002 - the contract's own word
+    *,
+    record_id: str | None = None,
+    meta: bytes | str | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> Record:
+    """Normalize one raw provider response (or recorded stream) into a `Record`.
+
+    Raises `NormalizeError` (with a stable `reason`) for anything that cannot be normalized.
+    """
+    data = payload.encode() if isinstance(payload, str) else payload
+    if len(data) > max_payload_bytes:
+        raise NormalizeError(
+            "too_large", f"payload is {len(data)} bytes, over the cap of {max_payload_bytes}"
+        )
+    body = data.strip()
+    if not body:
+        raise NormalizeError("empty", "payload is empty")
+    if format is not None and format not in KNOWN_FORMATS:
+        raise UnknownFormatError(
+            f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}"
+        )
+    meta_raw = _meta(meta)
+    from thoughtline import streams  # a stream is chunks of the same formats
+
+    if streams.looks_like_stream(body):
+        return streams.normalize_stream(
+            body, format, record_id=record_id, meta=meta_raw
+        )
+    chosen = format if format is not None else detect_format(body)
+    normalizer = FORMATS.get(chosen)
+    if normalizer is None:
+        raise UnknownFormatError(f"format {chosen!r} is not supported yet")
+    return normalizer(body, record_id=record_id, meta=meta_raw)
+
+
+def detect_format(body: bytes) -> str:
+    """The format of one non-streamed response body, from its top-level shape."""
+    shape = decode(body, _Shape, "payload")
+    if present(shape.candidates) or present(shape.promptFeedback):
+        return "gemini"
+    if shape.type == "message" and present(shape.content):
+        return "anthropic"
+    if present(shape.choices):
+        return "mistral" if _MISTRAL_CHUNK.search(body) else "openai_chat"
+    if shape.object == "response" or bytes(shape.output)[:1] == b"[":
+        return "openai_responses"
+    if present(shape.output) and shape.stopReason is not None:
+        return "bedrock_converse"
+    if shape.done is not None and (present(shape.message) or present(shape.response)):
+        return "ollama"
+    if present(shape.usageMetadata):
+        return "gemini"
+    raise UnknownFormatError(
+        "payload matches no known format (tried: Gemini `candidates`, Anthropic "
+        "`type: message`, Chat/Mistral `choices`, Responses `output` list, Bedrock "
+        "`output`+`stopReason`, Ollama `done`); pass the format explicitly"
+    )
+
+
+def _meta(meta: bytes | str | None) -> msgspec.Raw | None:
+    if meta is None:
+        return None
+    data = meta.encode() if isinstance(meta, str) else meta
+    try:
+        msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+    except (msgspec.DecodeError, RecursionError) as error:
+        raise NormalizeError("invalid_entry", "meta is not a JSON object") from error
+    return msgspec.Raw(data)

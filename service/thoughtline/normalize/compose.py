@@ -1,0 +1,163 @@
+"""The pieces every format shares: decoding with clear errors, and the final record.
+
+A format module reads its wire shape into a `Turn` (native thinking already joined by that
+format's rules, visible text concatenated, tool calls, usage, replay parts, detections found on
+the way); `build_record` then applies DESIGN §4.2-4.5 once for all formats: inline extraction,
+the native + LF + inline combination, `tool_calls` as the finish reason of a normal stop with
+calls, and the cross-field detections.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, TypeVar
+
+import msgspec
+
+from thoughtline.errors import NormalizeError
+from thoughtline.normalize import think_tags
+from thoughtline.record import (
+    Detection,
+    FinishReason,
+    FormatName,
+    Record,
+    ToolCall,
+    Usage,
+)
+
+T = TypeVar("T")
+
+REASONING_IN_CONTENT_MIN_CHARS: Final = 32
+"""Shorter reasoning ("OK", "Yes.") stands in answers by chance; no detection below this."""
+
+EMPTY_META: Final = msgspec.Raw(b"{}")
+
+
+class Turn(msgspec.Struct, kw_only=True):
+    """What a format module read from one assistant turn, before the shared rules run."""
+
+    native_thinking: str | None = None
+    visible_text: str = ""
+    visible_path: str = ""
+    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+    finish_reason: FinishReason | None = None
+    native_finish_reason: str | None = None
+    usage: Usage = msgspec.field(default_factory=Usage)
+    usage_path: str = "usage"
+    native_usage: msgspec.Raw | None = None
+    replay_parts: list[msgspec.Raw] = msgspec.field(default_factory=list)
+    detections: list[Detection] = msgspec.field(default_factory=list)
+    model: str | None = None
+    response_id: str | None = None
+
+
+def decode(data: bytes | msgspec.Raw, type: type[T], what: str) -> T:  # noqa: A002
+    """Decode JSON into a wire view, turning every decoder failure into a `NormalizeError`."""
+    try:
+        return msgspec.json.decode(data, type=type)
+    except msgspec.ValidationError as error:
+        raise NormalizeError("invalid_payload", f"{what}: {error}") from error
+    except msgspec.DecodeError as error:
+        raise NormalizeError("not_json", f"{what}: {error}") from error
+    except RecursionError as error:
+        raise NormalizeError("too_deep", f"{what}: nesting too deep to decode") from error
+
+
+def present(raw: msgspec.Raw) -> bool:
+    """True when an optional `msgspec.Raw` view field held a value other than null.
+
+    Wire views default such fields to an empty `msgspec.Raw()` (msgspec cannot type
+    `Raw | None`), so absence and JSON null both read as not present.
+    """
+    return len(raw) > 0 and bytes(raw) != b"null"
+
+
+def malformed(code: str, path: str) -> Detection:
+    return Detection(kind="malformed_part", code=code, path=path)
+
+
+def leaked(code: str, path: str) -> Detection:
+    return Detection(kind="leaked_thought", code=code, path=path)
+
+
+def tool_arguments(value: Any, path: str, detections: list[Detection]) -> Any:
+    """Arguments sent as a JSON string: the decoded value, else the string and a detection."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return msgspec.json.decode(value)
+    except (msgspec.DecodeError, RecursionError):
+        detections.append(malformed("tool_arguments_not_json", path))
+        return value
+
+
+def join_blocks(blocks: list[str]) -> str | None:
+    """Separate reasoning blocks join with one LF; empty blocks are skipped (DESIGN §4.1)."""
+    present = [block for block in blocks if block]
+    return "\n".join(present) if present else None
+
+
+def build_record(
+    turn: Turn,
+    *,
+    format: FormatName,  # noqa: A002
+    provider: str,
+    record_id: str | None,
+    meta: msgspec.Raw | None,
+) -> Record:
+    """Apply DESIGN §4.2-4.5 to a format's turn and return the record."""
+    detections = list(turn.detections)
+    inline = think_tags.extract(turn.visible_text)
+    detections.extend(leaked(code, turn.visible_path) for code in inline.codes)
+    native = turn.native_thinking or None
+    if native is not None and inline.thinking is not None:
+        thinking: str | None = native + "\n" + inline.thinking
+    else:
+        thinking = native if native is not None else inline.thinking
+    if _reasoning_in_content(native, inline.content):
+        detections.append(leaked("reasoning_in_content", turn.visible_path))
+    if _usage_inconsistent(turn.usage):
+        detections.append(malformed("usage_inconsistent", turn.usage_path))
+    finish_reason = turn.finish_reason
+    if finish_reason == "stop" and turn.tool_calls:
+        finish_reason = "tool_calls"
+    return Record(
+        id=record_id if record_id is not None else (turn.response_id or ""),
+        format=format,
+        provider=provider,
+        model=turn.model,
+        content=inline.content,
+        thinking=thinking,
+        tool_calls=turn.tool_calls,
+        finish_reason=finish_reason,
+        native_finish_reason=turn.native_finish_reason,
+        usage=_with_total(turn.usage),
+        native_usage=turn.native_usage,
+        replay_parts=turn.replay_parts,
+        detections=detections,
+        meta=meta if meta is not None else EMPTY_META,
+    )
+
+
+def _reasoning_in_content(native: str | None, content: str) -> bool:
+    if native is None:
+        return False
+    needle = native.strip()
+    return len(needle) >= REASONING_IN_CONTENT_MIN_CHARS and needle in content
+
+
+def _usage_inconsistent(usage: Usage) -> bool:
+    parts = (usage.input_tokens, usage.output_tokens, usage.total_tokens)
+    if any(part is None for part in parts):
+        return False
+    return usage.total_tokens != (usage.input_tokens or 0) + (usage.output_tokens or 0)
+
+
+def _with_total(usage: Usage) -> Usage:
+    """The provider's total, else input + output when both are known (never invented)."""
+    if usage.total_tokens is not None:
+        return usage
+    if usage.input_tokens is None or usage.output_tokens is None:
+        return usage
+    return msgspec.structs.replace(
+        usage, total_tokens=usage.input_tokens + usage.output_tokens
+    )

@@ -1,0 +1,208 @@
+"""Gemini `generateContent` responses (DESIGN §4; seed 000, ADR-223).
+
+Follows https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse and the
+`Part` contract (https://ai.google.dev/api/caching#Part): only the first candidate counts; its
+text parts are read in order; a part is a thought only when `thought` is JSON `true`; native
+thoughts are kept verbatim and concatenated with no separator; every other text is visible and
+goes once through inline extraction. `thoughtSignature` stays on the part it came on, inside
+`replay_parts`, byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from thoughtline.normalize.compose import (
+    Turn,
+    build_record,
+    decode,
+    malformed,
+    present,
+)
+from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
+
+FORMAT: Final = "gemini"
+PROVIDER: Final = "google"
+
+UNSET: Final = msgspec.UNSET
+
+
+class _FunctionCall(msgspec.Struct):
+    name: str
+    args: Any = None
+    id: str | None = None
+
+
+class _Part(msgspec.Struct):
+    # `text` and `thought` are typed loosely on purpose: a wrong type is a detection, not a
+    # reason to reject the whole response.
+    text: Any = UNSET
+    thought: Any = UNSET
+    functionCall: Any = UNSET  # noqa: N815 - wire name
+    functionResponse: Any = UNSET  # noqa: N815
+    inlineData: Any = UNSET  # noqa: N815
+    fileData: Any = UNSET  # noqa: N815
+    executableCode: Any = UNSET  # noqa: N815
+    codeExecutionResult: Any = UNSET  # noqa: N815
+    toolCall: Any = UNSET  # noqa: N815
+    toolResponse: Any = UNSET  # noqa: N815
+    thoughtSignature: Any = UNSET  # noqa: N815
+
+
+_DATA_FIELDS: Final = (
+    "text",
+    "functionCall",
+    "functionResponse",
+    "inlineData",
+    "fileData",
+    "executableCode",
+    "codeExecutionResult",
+    "toolCall",
+    "toolResponse",
+)
+
+
+class _Content(msgspec.Struct):
+    parts: list[msgspec.Raw] = msgspec.field(default_factory=list)
+
+
+class _Candidate(msgspec.Struct):
+    content: _Content | None = None
+    finishReason: str | None = None  # noqa: N815
+
+
+class _UsageMetadata(msgspec.Struct):
+    promptTokenCount: int = 0  # noqa: N815 - Gemini omits zero counts
+    candidatesTokenCount: int = 0  # noqa: N815
+    thoughtsTokenCount: int = 0  # noqa: N815
+    cachedContentTokenCount: int = 0  # noqa: N815
+    toolUsePromptTokenCount: int = 0  # noqa: N815
+    totalTokenCount: int | None = None  # noqa: N815
+
+
+class _PromptFeedback(msgspec.Struct):
+    blockReason: str | None = None  # noqa: N815
+
+
+class _Response(msgspec.Struct):
+    candidates: list[_Candidate] = msgspec.field(default_factory=list)
+    promptFeedback: _PromptFeedback | None = None  # noqa: N815
+    usageMetadata: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    modelVersion: str | None = None  # noqa: N815
+    responseId: str | None = None  # noqa: N815
+
+
+_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+}
+
+_PARTS_PATH: Final = "candidates[0].content.parts"
+
+
+def normalize(
+    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+) -> Record:
+    """One Gemini `GenerateContentResponse` body -> the record."""
+    response = decode(payload, _Response, "gemini response")
+    return build_record(
+        read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
+    )
+
+
+def read_turn(response: _Response) -> Turn:
+    turn = Turn(
+        model=response.modelVersion,
+        response_id=response.responseId,
+        visible_path=_PARTS_PATH,
+        usage_path="usageMetadata",
+    )
+    if present(response.usageMetadata):
+        turn.native_usage = response.usageMetadata
+        turn.usage = _usage(response.usageMetadata)
+    if not response.candidates:
+        block_reason = response.promptFeedback.blockReason if response.promptFeedback else None
+        if block_reason is not None:
+            turn.finish_reason = "content_filter"
+            turn.native_finish_reason = block_reason
+        return turn
+    candidate = response.candidates[0]
+    if candidate.finishReason is not None:
+        turn.native_finish_reason = candidate.finishReason
+        turn.finish_reason = _FINISH_REASON_MAP.get(candidate.finishReason, "other")
+    if candidate.content is not None:
+        _read_parts(candidate.content.parts, turn)
+    return turn
+
+
+def _read_parts(raw_parts: list[msgspec.Raw], turn: Turn) -> None:
+    thoughts: list[str] = []
+    visible: list[str] = []
+    for index, raw_part in enumerate(raw_parts):
+        path = f"{_PARTS_PATH}[{index}]"
+        turn.replay_parts.append(raw_part)
+        part = _decode_part(raw_part, path, turn.detections)
+        if part is None:
+            continue
+        if part.text is not UNSET:
+            _read_text(part, path, thoughts, visible, turn.detections)
+        if part.functionCall is not UNSET:
+            _read_function_call(part.functionCall, path, turn)
+        if not any(getattr(part, field) is not UNSET for field in _DATA_FIELDS):
+            if part.thoughtSignature is UNSET:
+                turn.detections.append(malformed("unknown_part", path))
+    turn.native_thinking = "".join(thoughts) or None
+    turn.visible_text = "".join(visible)
+
+
+def _decode_part(raw_part: msgspec.Raw, path: str, detections: list[Detection]) -> _Part | None:
+    try:
+        return msgspec.json.decode(raw_part, type=_Part)
+    except msgspec.ValidationError:  # not an object at all
+        detections.append(malformed("unknown_part", path))
+        return None
+
+
+def _read_text(
+    part: _Part, path: str, thoughts: list[str], visible: list[str], detections: list[Detection]
+) -> None:
+    thought = part.thought
+    if thought is not UNSET and thought is not None and not isinstance(thought, bool):
+        detections.append(malformed("thought_not_boolean", path))
+    if not isinstance(part.text, str):
+        detections.append(malformed("text_not_string", f"{path}.text"))
+        return
+    (thoughts if thought is True else visible).append(part.text)
+
+
+def _read_function_call(value: Any, path: str, turn: Turn) -> None:
+    try:
+        call = msgspec.convert(value, _FunctionCall)
+    except msgspec.ValidationError:
+        turn.detections.append(malformed("invalid_tool_call", f"{path}.functionCall"))
+        return
+    arguments = call.args if call.args is not None else {}
+    turn.tool_calls.append(ToolCall(name=call.name, arguments=arguments, id=call.id))
+
+
+def _usage(raw_usage: msgspec.Raw) -> Usage:
+    usage = decode(raw_usage, _UsageMetadata, "gemini usageMetadata")
+    return Usage(
+        input_tokens=usage.promptTokenCount + usage.toolUsePromptTokenCount,
+        output_tokens=usage.candidatesTokenCount + usage.thoughtsTokenCount,
+        reasoning_tokens=usage.thoughtsTokenCount,
+        cached_input_tokens=usage.cachedContentTokenCount,
+        total_tokens=usage.totalTokenCount,
+    )
