@@ -10,7 +10,7 @@ encrypted reasoning are never re-serialized.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import msgspec
 
@@ -25,19 +25,21 @@ FormatName = Literal[
     "mistral",
     "ollama",
 ]
+KNOWN_FORMATS: Final[tuple[str, ...]] = get_args(FormatName)
+
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
 DetectionKind = Literal["leaked_thought", "malformed_part"]
 EntryKind = Literal["response", "request"]
 
 
-class ToolCall(msgspec.Struct, frozen=True):
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
     """One tool call of the assistant turn, in the order the provider gave it."""
 
+    id: str | None = None
+    """The id a tool result refers back to; null when the provider gives none (never invented)."""
     name: str
     arguments: Any
     """The decoded arguments object, or the original string when it is not valid JSON."""
-    id: str | None = None
-    """The id a tool result refers back to; null when the provider gives none (never invented)."""
 
 
 class Usage(msgspec.Struct, frozen=True):

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Final, get_args
+from typing import Final
 
 import msgspec
 
 from thoughtline.errors import NormalizeError, UnknownFormatError
 from thoughtline.normalize import gemini
 from thoughtline.normalize.compose import decode, present
-from thoughtline.record import FormatName, Record
+from thoughtline.record import KNOWN_FORMATS, Record
 
 __all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "FORMATS", "PROVIDERS", "detect_format", "normalize"]
 
@@ -38,8 +38,6 @@ PROVIDERS: Final[dict[str, str]] = {
     "mistral": "mistral",
     "ollama": "ollama",
 }
-
-KNOWN_FORMATS: Final[tuple[str, ...]] = get_args(FormatName)
 
 
 class _Shape(msgspec.Struct):

@@ -1,0 +1,153 @@
+"""The `thoughtline` command line (DESIGN §7).
+
+    thoughtline normalize [--format F] [FILE...]   offline, one record per file
+    thoughtline schema [--write DIR]               the JSON Schemas of entry and record
+    thoughtline serve | publish | tail | demo       the service (see thoughtline.service_cli)
+
+Errors are one line on stderr and exit status 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+import msgspec
+
+from thoughtline import schema as schema_module
+from thoughtline.errors import NormalizeError, ThoughtlineError
+from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES, normalize
+from thoughtline.record import KNOWN_FORMATS, encode
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    arguments = parser.parse_args(argv)
+    command: Command = arguments.command
+    try:
+        return command(arguments)
+    except KeyboardInterrupt:
+        return 130
+    except ThoughtlineError as error:
+        print(f"thoughtline: {error}", file=sys.stderr)
+        return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="thoughtline",
+        description="Normalize raw LLM provider responses: content, thinking, usage, replay parts.",
+    )
+    subparsers = parser.add_subparsers(required=True, metavar="COMMAND")
+    _add_normalize(subparsers)
+    _add_schema(subparsers)
+    _add_service_commands(subparsers)
+    return parser
+
+
+def _add_normalize(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    command = subparsers.add_parser(
+        "normalize", help="normalize raw payloads or recorded streams offline"
+    )
+    command.add_argument("files", nargs="*", metavar="FILE", help="payload files; - is stdin")
+    command.add_argument("--format", choices=KNOWN_FORMATS, help="skip format detection")
+    command.add_argument(
+        "--max-payload-bytes",
+        type=int,
+        default=DEFAULT_MAX_PAYLOAD_BYTES,
+        help="refuse larger payloads (default: 32 MiB)",
+    )
+    command.add_argument(
+        "--deltas", action="store_true", help="for recorded streams, print one delta per chunk"
+    )
+    command.set_defaults(command=run_normalize)
+
+
+def _add_schema(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    command = subparsers.add_parser("schema", help="print or write the JSON Schemas")
+    command.add_argument(
+        "--write", type=Path, metavar="DIR", help="write entry/record schema files into DIR"
+    )
+    command.set_defaults(command=run_schema)
+
+
+def _add_service_commands(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    try:  # the service commands live beside the worker; the offline CLI works without them
+        from thoughtline import service_cli
+    except ImportError:
+        return
+    service_cli.add_commands(subparsers)
+
+
+def run_normalize(arguments: argparse.Namespace) -> int:
+    """Print one JSON record (or delta lines) per file; one-line errors, status 1 on any."""
+    files: list[str] = arguments.files or ["-"]
+    status = 0
+    for name in files:
+        try:
+            payload = _read(name, arguments.max_payload_bytes)
+            sys.stdout.buffer.write(_normalize_one(payload, name, arguments))
+            sys.stdout.buffer.flush()
+        except (NormalizeError, OSError) as error:
+            print(f"thoughtline: {name}: {_one_line(error)}", file=sys.stderr)
+            status = 1
+    return status
+
+
+def _normalize_one(payload: bytes, name: str, arguments: argparse.Namespace) -> bytes:
+    if arguments.deltas:
+        from thoughtline import streams
+
+        deltas = streams.deltas(payload, arguments.format, record_id=_file_id(name))
+        return b"".join(msgspec.json.encode(delta) + b"\n" for delta in deltas)
+    record = normalize(payload, arguments.format, max_payload_bytes=arguments.max_payload_bytes)
+    if not record.id:
+        record.id = _file_id(name)
+    return encode(record) + b"\n"
+
+
+def _read(name: str, limit: int) -> bytes:
+    """Read at most `limit` + 1 bytes, so an oversize file is refused without reading it all."""
+    stream: BinaryIO
+    if name == "-":
+        return _read_limited(sys.stdin.buffer, limit)
+    with open(name, "rb") as stream:
+        return _read_limited(stream, limit)
+
+
+def _read_limited(stream: BinaryIO, limit: int) -> bytes:
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise NormalizeError("too_large", f"payload is over the cap of {limit} bytes")
+    return data
+
+
+def _file_id(name: str) -> str:
+    return "stdin" if name == "-" else Path(name).name
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def run_schema(arguments: argparse.Namespace) -> int:
+    schemas = schema_module.all_schemas()
+    if arguments.write is None:
+        sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(schemas)) + b"\n")
+        return 0
+    arguments.write.mkdir(parents=True, exist_ok=True)
+    for file_name, document in schema_module.files().items():
+        (arguments.write / file_name).write_bytes(document)
+        print(f"wrote {arguments.write / file_name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,32 @@
+"""JSON Schemas of the input entry and the record, generated from the Structs in record.py.
+
+`schemas/` holds the generated files; `tests/test_schema.py` fails when they drift.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from thoughtline.record import Entry, Record
+
+SCHEMA_FILES: Final = {"entry.schema.json": Entry, "record.schema.json": Record}
+
+
+def schema_of(struct_type: type[msgspec.Struct]) -> dict[str, Any]:
+    schema = msgspec.json.schema(struct_type)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
+
+
+def all_schemas() -> dict[str, dict[str, Any]]:
+    return {name: schema_of(struct_type) for name, struct_type in SCHEMA_FILES.items()}
+
+
+def files() -> dict[str, bytes]:
+    """File name -> the pretty-printed schema document, exactly as committed in `schemas/`."""
+    return {
+        name: msgspec.json.format(msgspec.json.encode(schema), indent=2) + b"\n"
+        for name, schema in all_schemas().items()
+    }
