@@ -14,7 +14,9 @@ from typing import Final
 import msgspec
 
 from thoughtline.errors import NormalizeError, UnknownFormatError
+from thoughtline.normalize import anthropic, bedrock
 from thoughtline.normalize import gemini
+from thoughtline.normalize import openai_responses
 from thoughtline.normalize.compose import decode, present
 from thoughtline.record import KNOWN_FORMATS, Record
 
@@ -26,6 +28,9 @@ FormatNormalizer = Callable[..., Record]
 
 FORMATS: Final[dict[str, FormatNormalizer]] = {
     "gemini": gemini.normalize,
+    "anthropic": anthropic.normalize,
+    "bedrock_converse": bedrock.normalize,
+    "openai_responses": openai_responses.normalize,
 }
 """Format name -> the module function that normalizes one non-streamed body of it."""
 
@@ -57,6 +62,7 @@ class _Shape(msgspec.Struct):
     content: msgspec.Raw = msgspec.Raw()
 
 
+_JSON_OBJECT_START: Final = (b"{",)  # the usual first byte: no copy to strip
 _MISTRAL_CHUNK: Final = re.compile(rb'"type"\s*:\s*"(?:thinking|reference|document_url)"')
 
 
@@ -77,9 +83,9 @@ def normalize(
         raise NormalizeError(
             "too_large", f"payload is {len(data)} bytes, over the cap of {max_payload_bytes}"
         )
-    body = data.strip()
-    if not body:
+    if not data or data.isspace():
         raise NormalizeError("empty", "payload is empty")
+    body = data if data[:1] in _JSON_OBJECT_START else data.strip()
     if format is not None and format not in KNOWN_FORMATS:
         raise UnknownFormatError(
             f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}"

@@ -50,10 +50,21 @@ class Turn(msgspec.Struct, kw_only=True):
     response_id: str | None = None
 
 
+def decoder_for(view: type[T]) -> msgspec.json.Decoder[T]:
+    """One reusable decoder per wire view (msgspec's advice for hot paths: build it once)."""
+    decoder = _DECODERS.get(view)
+    if decoder is None:
+        decoder = _DECODERS[view] = msgspec.json.Decoder(view)
+    return decoder
+
+
+_DECODERS: dict[Any, Any] = {}
+
+
 def decode(data: bytes | msgspec.Raw, type: type[T], what: str) -> T:  # noqa: A002
     """Decode JSON into a wire view, turning every decoder failure into a `NormalizeError`."""
     try:
-        return msgspec.json.decode(data, type=type)
+        return decoder_for(type).decode(data)
     except msgspec.ValidationError as error:
         raise NormalizeError("invalid_payload", f"{what}: {error}") from error
     except msgspec.DecodeError as error:

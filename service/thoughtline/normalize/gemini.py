@@ -18,6 +18,7 @@ from thoughtline.normalize.compose import (
     Turn,
     build_record,
     decode,
+    decoder_for,
     malformed,
     present,
 )
@@ -35,33 +36,39 @@ class _FunctionCall(msgspec.Struct):
     id: str | None = None
 
 
+_NO_VALUE: Final = msgspec.Raw()
+
+
 class _Part(msgspec.Struct):
     # `text` and `thought` are typed loosely on purpose: a wrong type is a detection, not a
-    # reason to reject the whole response.
+    # reason to reject the whole response. Fields only checked for presence stay `Raw`, so a
+    # 140 kB signature is skipped over, never copied into a Python string.
     text: Any = UNSET
     thought: Any = UNSET
     functionCall: Any = UNSET  # noqa: N815 - wire name
-    functionResponse: Any = UNSET  # noqa: N815
-    inlineData: Any = UNSET  # noqa: N815
-    fileData: Any = UNSET  # noqa: N815
-    executableCode: Any = UNSET  # noqa: N815
-    codeExecutionResult: Any = UNSET  # noqa: N815
-    toolCall: Any = UNSET  # noqa: N815
-    toolResponse: Any = UNSET  # noqa: N815
-    thoughtSignature: Any = UNSET  # noqa: N815
+    functionResponse: msgspec.Raw = _NO_VALUE  # noqa: N815
+    inlineData: msgspec.Raw = _NO_VALUE  # noqa: N815
+    fileData: msgspec.Raw = _NO_VALUE  # noqa: N815
+    executableCode: msgspec.Raw = _NO_VALUE  # noqa: N815
+    codeExecutionResult: msgspec.Raw = _NO_VALUE  # noqa: N815
+    toolCall: msgspec.Raw = _NO_VALUE  # noqa: N815
+    toolResponse: msgspec.Raw = _NO_VALUE  # noqa: N815
+    thoughtSignature: msgspec.Raw = _NO_VALUE  # noqa: N815
 
-
-_DATA_FIELDS: Final = (
-    "text",
-    "functionCall",
-    "functionResponse",
-    "inlineData",
-    "fileData",
-    "executableCode",
-    "codeExecutionResult",
-    "toolCall",
-    "toolResponse",
-)
+    def carries_known_data(self) -> bool:
+        """True when the part holds any field of the documented `Part` union."""
+        return (
+            self.text is not UNSET
+            or self.functionCall is not UNSET
+            or len(self.functionResponse) > 0
+            or len(self.inlineData) > 0
+            or len(self.fileData) > 0
+            or len(self.executableCode) > 0
+            or len(self.codeExecutionResult) > 0
+            or len(self.toolCall) > 0
+            or len(self.toolResponse) > 0
+            or len(self.thoughtSignature) > 0
+        )
 
 
 class _Content(msgspec.Struct):
@@ -110,6 +117,7 @@ _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
 }
 
 _PARTS_PATH: Final = "candidates[0].content.parts"
+_PART_DECODER: Final = decoder_for(_Part)
 
 
 def normalize(
@@ -160,16 +168,15 @@ def _read_parts(raw_parts: list[msgspec.Raw], turn: Turn) -> None:
             _read_text(part, path, thoughts, visible, turn.detections)
         if part.functionCall is not UNSET:
             _read_function_call(part.functionCall, path, turn)
-        if not any(getattr(part, field) is not UNSET for field in _DATA_FIELDS):
-            if part.thoughtSignature is UNSET:
-                turn.detections.append(malformed("unknown_part", path))
+        if not part.carries_known_data():
+            turn.detections.append(malformed("unknown_part", path))
     turn.native_thinking = "".join(thoughts) or None
     turn.visible_text = "".join(visible)
 
 
 def _decode_part(raw_part: msgspec.Raw, path: str, detections: list[Detection]) -> _Part | None:
     try:
-        return msgspec.json.decode(raw_part, type=_Part)
+        return _PART_DECODER.decode(raw_part)
     except msgspec.ValidationError:  # not an object at all
         detections.append(malformed("unknown_part", path))
         return None

@@ -1,0 +1,101 @@
+"""`thoughtline normalize` and `thoughtline schema` as a user runs them (DESIGN §7)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from thoughtline.cli import main
+
+GOLDEN_GEMINI = Path(__file__).resolve().parents[1] / "golden" / "gemini"
+
+
+def run(*arguments: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "thoughtline.cli", *arguments],
+        input=stdin,
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def test_normalize_prints_one_json_value_per_file(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    files = sorted(GOLDEN_GEMINI.glob("*.raw.json"))[:3]
+    assert main(["normalize", *map(str, files)]) == 0
+    output = capsysbinary.readouterr().out
+    records = []
+    position = 0
+    text = output.decode()
+    while position < len(text):  # a sequence of JSON values, as jq reads it
+        value, position = json.JSONDecoder().raw_decode(text, position)
+        records.append(value)
+        while position < len(text) and text[position].isspace():
+            position += 1
+    assert len(records) == 3
+    assert all(record["schema"] == "thoughtline.record/1" for record in records)
+
+
+def test_a_file_without_provider_id_is_named_after_the_file(tmp_path: Path) -> None:
+    payload = tmp_path / "turn.json"
+    payload.write_bytes(b'{"candidates":[{"content":{"parts":[{"text":"x"}]}}]}')
+    result = run("normalize", str(payload))
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["id"] == "turn.json"
+
+
+def test_stdin_is_read_when_no_file_is_given() -> None:
+    result = run("normalize", "--format", "gemini", stdin=b'{"candidates":[]}')
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["format"] == "gemini"
+
+
+@pytest.mark.parametrize(
+    ("stdin", "reason"),
+    [(b"", "empty"), (b"{oops", "not_json"), (b'{"x":1}', "unknown_format"),
+     (b'{"a":' + b"[" * 200_000, "too_deep")],
+    ids=["empty", "not-json", "unknown-shape", "hostile-nesting"],
+)
+def test_bad_input_is_one_line_on_stderr_and_status_1(stdin: bytes, reason: str) -> None:
+    result = run("normalize", stdin=stdin)
+    assert result.returncode == 1
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in lines[0]
+    assert lines[0].startswith("thoughtline: -: ")
+    assert reason in lines[0]
+    assert result.stdout == b""
+
+
+def test_oversize_input_is_refused(tmp_path: Path) -> None:
+    payload = tmp_path / "big.json"
+    payload.write_bytes(b" " * 2048)
+    result = run("normalize", "--max-payload-bytes", "1024", str(payload))
+    assert result.returncode == 1
+    assert "too_large" in result.stderr.decode()
+
+
+def test_one_bad_file_does_not_stop_the_others(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"nope")
+    good = next(GOLDEN_GEMINI.glob("*.raw.json"))
+    result = run("normalize", str(bad), str(good))
+    assert result.returncode == 1
+    assert b'"schema":"thoughtline.record/1"' in result.stdout
+
+
+def test_schema_prints_entry_and_record_schemas() -> None:
+    result = run("schema")
+    assert result.returncode == 0
+    schemas = json.loads(result.stdout)
+    assert {"entry.schema.json", "record.schema.json"} <= set(schemas)
+
+
+def test_a_missing_file_is_a_one_line_error() -> None:
+    result = run("normalize", "/no/such/file.json")
+    assert result.returncode == 1
+    assert len(result.stderr.decode().splitlines()) == 1

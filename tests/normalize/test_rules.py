@@ -1,0 +1,81 @@
+"""DESIGN §4, one test per numbered rule, through the Gemini reference path (seed 000)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import thoughtline
+
+
+def gemini(*parts: dict[str, Any], **extra: Any) -> bytes:
+    body = {"candidates": [{"content": {"parts": list(parts)}, "finishReason": "STOP"}]}
+    body.update(extra)
+    return json.dumps(body).encode()
+
+
+def test_rule_1_native_thinking_is_strict_true_verbatim_and_fragments_concatenate() -> None:
+    record = thoughtline.normalize(
+        gemini(
+            {"text": " a <think>b</think> ", "thought": True},
+            {"text": "c\n", "thought": True},
+            {"text": "not a thought", "thought": "true"},
+        )
+    )
+    assert record.thinking == " a <think>b</think> c\n"
+    assert record.content == "not a thought"
+    assert [d.code for d in record.detections] == ["thought_not_boolean"]
+
+
+def test_rule_1_a_non_string_text_adds_nothing_but_stays_in_replay() -> None:
+    record = thoughtline.normalize(gemini({"text": ["x"]}, {"text": "y"}))
+    assert record.content == "y"
+    assert len(record.replay_parts) == 2
+    assert [d.code for d in record.detections] == ["text_not_string"]
+
+
+def test_rule_1_only_the_first_candidate_counts() -> None:
+    body = json.loads(gemini({"text": "one"}))
+    body["candidates"].append({"content": {"parts": [{"text": "two"}]}})
+    record = thoughtline.normalize(json.dumps(body))
+    assert record.content == "one"
+
+
+def test_rule_2_visible_text_is_concatenated_then_extracted_once() -> None:
+    record = thoughtline.normalize(gemini({"text": "A<thi"}, {"text": "nk>B</think>C"}))
+    assert (record.content, record.thinking) == ("A C", "B")
+
+
+def test_rule_3_inline_blocks_are_detected_as_leaked_thoughts() -> None:
+    record = thoughtline.normalize(gemini({"text": "x</think>y <think>z"}))
+    assert (record.content, record.thinking) == ("y", "x\nz")
+    assert [(d.kind, d.code) for d in record.detections] == [
+        ("leaked_thought", "orphan_close_tag"),
+        ("leaked_thought", "unclosed_open_tag"),
+    ]
+
+
+def test_rule_4_native_then_lf_then_inline_and_absent_is_null() -> None:
+    both = thoughtline.normalize(gemini({"text": "N", "thought": True}, {"text": "<think>I</think>V"}))
+    assert both.thinking == "N\nI"
+    native = thoughtline.normalize(gemini({"text": "N", "thought": True}, {"text": "V"}))
+    assert native.thinking == "N"
+    inline = thoughtline.normalize(gemini({"text": "<think>I</think>V"}))
+    assert inline.thinking == "I"
+    neither = thoughtline.normalize(gemini({"text": "", "thought": True}, {"text": "V"}))
+    assert neither.thinking is None
+
+
+def test_rule_5_everything_else_is_untouched_by_the_split() -> None:
+    parts = (
+        {"text": "T", "thought": True, "thoughtSignature": "c2ln"},
+        {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": "c2lnMg=="},
+    )
+    usage = {"promptTokenCount": 1, "candidatesTokenCount": 2, "totalTokenCount": 3}
+    record = thoughtline.normalize(gemini(*parts, usageMetadata=usage, modelVersion="m"))
+    assert [json.loads(bytes(part)) for part in record.replay_parts] == list(parts)
+    assert record.native_usage is not None
+    assert json.loads(bytes(record.native_usage)) == usage
+    assert record.model == "m"
+    assert record.finish_reason == "tool_calls"
+    assert [(c.name, c.arguments) for c in record.tool_calls] == [("f", {"a": 1})]

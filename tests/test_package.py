@@ -1,0 +1,63 @@
+"""Package-wide contracts: a pure core, schemas in sync, every detection code documented."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import thoughtline
+from thoughtline import detection_codes, schema
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "service" / "thoughtline"
+PURE_MODULES = [*sorted((PACKAGE / "normalize").glob("*.py")), PACKAGE / "streams.py"]
+IO_LIBRARIES = {"redis", "faststream", "prometheus_client", "logging", "socket", "asyncio"}
+
+
+def _imported_roots(path: Path) -> set[str]:
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_the_normalization_core_imports_no_io_library() -> None:
+    for module in PURE_MODULES + sorted(PACKAGE.glob("replay*.py")):
+        assert not (_imported_roots(module) & IO_LIBRARIES), module.name
+
+
+def test_committed_schemas_match_the_structs() -> None:
+    for file_name, document in schema.files().items():
+        committed = ROOT / "schemas" / file_name
+        assert committed.exists(), f"run `thoughtline schema --write schemas` ({file_name})"
+        assert committed.read_bytes() == document, (
+            f"schemas/{file_name} drifted: run `thoughtline schema --write schemas`"
+        )
+
+
+def test_every_detection_code_in_the_golden_files_is_registered() -> None:
+    for expected in (ROOT / "tests" / "golden").glob("*/*.expected.json"):
+        for detection in json.loads(expected.read_text())["detections"]:
+            registry = (
+                detection_codes.LEAKED_THOUGHT
+                if detection["kind"] == "leaked_thought"
+                else detection_codes.MALFORMED_PART
+            )
+            assert detection["code"] in registry, f"{expected.name}: {detection['code']}"
+
+
+def test_readme_lists_every_detection_code() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for code in detection_codes.ALL:
+        assert f"`{code}`" in readme, f"README does not list detection code {code}"
+
+
+def test_version_is_exposed_through_package_metadata() -> None:
+    from importlib.metadata import version
+
+    assert version("thoughtline")
+    assert thoughtline.normalize
