@@ -61,3 +61,10 @@ def test_version_is_exposed_through_package_metadata() -> None:
 
     assert version("thoughtline")
     assert thoughtline.normalize
+
+
+def test_readme_detection_table_is_generated_from_the_registry() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert detection_codes.rewrite_readme(readme) == readme, (
+        "run `python -m thoughtline.detection_codes README.md`"
+    )

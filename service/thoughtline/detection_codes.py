@@ -28,7 +28,37 @@ MALFORMED_PART: Final[dict[str, str]] = {
     "invalid_tool_call": "a tool call without a usable name or shape: kept in `replay_parts`",
     "tool_arguments_not_json": "tool-call arguments that are not valid JSON: kept as the string",
     "missing_signature": "a reasoning block that must carry a signature for replay has none",
+    "redacted_without_data": "a redacted reasoning block without its encrypted data to replay",
+    "reasoning_not_string": "a native reasoning field that is not a string: it adds no thinking",
     "usage_inconsistent": "the provider's total tokens differ from its input + output",
+    "invalid_usage": "a usage object whose counts are not integers: counts null, raw kept",
 }
 
 ALL: Final[dict[str, str]] = {**LEAKED_THOUGHT, **MALFORMED_PART}
+
+
+def markdown_table() -> str:
+    """The README's table of detection codes (kept in sync by a test)."""
+    rows = ["| kind | code | meaning |", "| --- | --- | --- |"]
+    for kind, codes in (("leaked_thought", LEAKED_THOUGHT), ("malformed_part", MALFORMED_PART)):
+        rows.extend(f"| `{kind}` | `{code}` | {meaning} |" for code, meaning in codes.items())
+    return "\n".join(rows)
+
+
+README_START = "<!-- detection-codes: generated from service/thoughtline/detection_codes.py; a test checks it -->"
+README_END = "<!-- /detection-codes -->"
+
+
+def rewrite_readme(text: str) -> str:
+    """`text` with the block between the README markers replaced by `markdown_table()`."""
+    head, _, rest = text.partition(README_START)
+    _, _, tail = rest.partition(README_END)
+    return f"{head}{README_START}\n{markdown_table()}\n{README_END}{tail}"
+
+
+if __name__ == "__main__":  # python -m thoughtline.detection_codes README.md
+    import sys
+    from pathlib import Path
+
+    readme = Path(sys.argv[1])
+    readme.write_text(rewrite_readme(readme.read_text()))
