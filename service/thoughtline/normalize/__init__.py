@@ -17,6 +17,7 @@ from thoughtline.errors import NormalizeError, UnknownFormatError
 from thoughtline.normalize import anthropic, bedrock
 from thoughtline.normalize import gemini
 from thoughtline.normalize import openai_responses
+from thoughtline.normalize import mistral, ollama, openai_chat
 from thoughtline.normalize.compose import decode, present
 from thoughtline.record import KNOWN_FORMATS, Record
 
@@ -31,6 +32,9 @@ FORMATS: Final[dict[str, FormatNormalizer]] = {
     "anthropic": anthropic.normalize,
     "bedrock_converse": bedrock.normalize,
     "openai_responses": openai_responses.normalize,
+    "openai_chat": openai_chat.normalize,
+    "mistral": mistral.normalize,
+    "ollama": ollama.normalize,
 }
 """Format name -> the module function that normalizes one non-streamed body of it."""
 

@@ -1,0 +1,101 @@
+"""Mistral chat completions, magistral reasoning included (DESIGN §4; issue 3).
+
+Follows https://docs.mistral.ai/api/#tag/chat/operation/chat_completion_v1_chat_completions_post
+and https://docs.mistral.ai/capabilities/reasoning/. Mistral is a dialect of Chat Completions:
+the choice, message, tool calls and usage are read by `openai_chat.read_turn`; this module adds
+what is Mistral's own. `content` is a string or a list of chunks: `text` chunks are visible
+text; a `thinking` chunk is one native reasoning block whose inner `thinking` list of text items
+are fragments of one text (concatenated with no separator), and separate thinking chunks join
+with one LF; `reference`, `image_url`, `document_url`, `file` and audio chunks carry no text.
+Tool-call `arguments` may be a JSON string or already an object. `model_length` (the context
+window ran out) is a `length` finish.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from thoughtline.normalize import openai_chat
+from thoughtline.normalize.compose import build_record, decode, malformed
+from thoughtline.normalize.openai_chat import ContentTexts, add_visible_text, decode_part
+from thoughtline.record import FinishReason, Record
+
+FORMAT: Final = "mistral"
+PROVIDER: Final = "mistral"
+
+UNSET: Final = msgspec.UNSET
+
+
+class ChunkView(msgspec.Struct):
+    type: Any = None
+    text: Any = UNSET
+    thinking: Any = UNSET
+
+
+class ThinkingItemView(msgspec.Struct):
+    type: Any = None
+    text: Any = UNSET
+
+
+_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
+    "stop": "stop",
+    "length": "length",
+    "model_length": "length",
+    "tool_calls": "tool_calls",
+    "error": "error",
+}
+
+_CHUNKS_WITHOUT_TEXT: Final = frozenset(
+    {"reference", "image_url", "document_url", "file", "audio", "input_audio"}
+)
+
+
+def normalize(
+    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+) -> Record:
+    """One Mistral chat completion body -> the record."""
+    response = decode(payload, openai_chat.ChatCompletionView, "mistral response")
+    turn = openai_chat.read_turn(
+        response, finish_reason_map=_FINISH_REASON_MAP, read_content_part=read_chunk
+    )
+    return build_record(turn, format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta)
+
+
+def read_chunk(raw_chunk: msgspec.Raw, path: str, texts: ContentTexts) -> None:
+    """One element of a Mistral `content` list."""
+    chunk = decode_part(raw_chunk, ChunkView, path, texts.detections)
+    if chunk is None:
+        return
+    if chunk.type == "text":
+        add_visible_text(chunk.text, f"{path}.text", texts)
+    elif chunk.type == "thinking":
+        texts.thinking_blocks.append(_thinking_text(chunk.thinking, f"{path}.thinking", texts))
+    elif chunk.type not in _CHUNKS_WITHOUT_TEXT:
+        texts.detections.append(malformed("unknown_part", path))
+
+
+def _thinking_text(items: Any, path: str, texts: ContentTexts) -> str:
+    """The text items of one thinking chunk are fragments: they concatenate as they are."""
+    if not isinstance(items, list):
+        texts.detections.append(malformed("text_not_string", path))
+        return ""
+    fragments: list[str] = []
+    for index, item in enumerate(items):
+        item_path = f"{path}[{index}]"
+        view = _thinking_item(item)
+        if view is None or view.type != "text":
+            texts.detections.append(malformed("unknown_part", item_path))
+        elif isinstance(view.text, str):
+            fragments.append(view.text)
+        else:
+            texts.detections.append(malformed("text_not_string", f"{item_path}.text"))
+    return "".join(fragments)
+
+
+def _thinking_item(item: Any) -> ThinkingItemView | None:
+    try:
+        return msgspec.convert(item, ThinkingItemView)
+    except msgspec.ValidationError:
+        return None

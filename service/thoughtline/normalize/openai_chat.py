@@ -1,0 +1,366 @@
+"""OpenAI Chat Completions and every OpenAI-compatible server (DESIGN §4; issue 3).
+
+Follows https://platform.openai.com/docs/api-reference/chat/object and the reasoning extensions
+of the compatible servers: `reasoning_content` (DeepSeek, Z.ai, Qwen, Moonshot), `reasoning`
+(vLLM, Groq, OpenRouter, Ollama's `/v1`) and OpenRouter `reasoning_details`
+(https://openrouter.ai/docs/use-cases/reasoning-tokens).
+
+Only the first choice counts; its one message object is the replay part, byte for byte.
+`reasoning_content` and `reasoning` are one field under two names: the first present (not null)
+wins and is kept verbatim. `reasoning_details` stay inside the message and give text (the
+`reasoning.text` texts and `reasoning.summary` summaries, LF-joined) only when neither plain
+field holds a string. `content` is a string or a list of parts; it and a `refusal` are visible
+text. A refusal is what the user must see, so it is content, never thinking; a refusal that
+ends a normal stop is a `content_filter` finish (the native `stop` is kept).
+
+Mistral (`mistral.py`) is a dialect of this format: it reuses `read_turn` with its own finish
+map and its own content-chunk reader, and the streams module can reuse the views and readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
+
+import msgspec
+
+from thoughtline.errors import NormalizeError
+from thoughtline.normalize.compose import (
+    Turn,
+    build_record,
+    decode,
+    join_blocks,
+    malformed,
+    present,
+    tool_arguments,
+)
+from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
+
+FORMAT: Final = "openai_chat"
+PROVIDER: Final = "openai"
+
+UNSET: Final = msgspec.UNSET
+
+View = TypeVar("View")
+
+
+class ChatCompletionView(msgspec.Struct):
+    choices: list[msgspec.Raw] | None = None
+    usage: msgspec.Raw = msgspec.Raw()
+    model: str | None = None
+    id: str | None = None
+
+
+class ChoiceView(msgspec.Struct):
+    message: msgspec.Raw = msgspec.Raw()
+    finish_reason: str | None = None
+
+
+class MessageView(msgspec.Struct):
+    # Typed loosely on purpose: a wrong type is a detection, not a reason to reject the response.
+    content: msgspec.Raw = msgspec.Raw()
+    refusal: Any = None
+    reasoning_content: Any = None
+    reasoning: Any = None
+    reasoning_details: msgspec.Raw = msgspec.Raw()
+    tool_calls: msgspec.Raw = msgspec.Raw()
+    function_call: msgspec.Raw = msgspec.Raw()
+
+
+class ContentPartView(msgspec.Struct):
+    type: Any = None
+    text: Any = UNSET
+    refusal: Any = UNSET
+
+
+class ReasoningDetailView(msgspec.Struct):
+    type: Any = None
+    text: Any = None
+    summary: Any = None
+
+
+class FunctionView(msgspec.Struct):
+    name: str
+    arguments: Any = None
+
+
+class CustomToolView(msgspec.Struct):
+    name: str
+    input: Any = None
+
+
+class ToolCallView(msgspec.Struct):
+    id: str | None = None
+    function: FunctionView | None = None
+    custom: CustomToolView | None = None
+
+
+class PromptTokensDetailsView(msgspec.Struct):
+    cached_tokens: int | None = None
+
+
+class CompletionTokensDetailsView(msgspec.Struct):
+    reasoning_tokens: int | None = None
+
+
+class UsageView(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    prompt_tokens_details: PromptTokensDetailsView | None = None
+    completion_tokens_details: CompletionTokensDetailsView | None = None
+    prompt_cache_hit_tokens: int | None = None  # DeepSeek's name for cache reads
+    cached_tokens: int | None = None  # Moonshot's and Together's name for cache reads
+
+
+class ContentTexts(msgspec.Struct, kw_only=True):
+    """What a message's content yields: visible texts, native thinking blocks, a refusal."""
+
+    detections: list[Detection]
+    visible: list[str] = msgspec.field(default_factory=list)
+    thinking_blocks: list[str] = msgspec.field(default_factory=list)
+    refused: bool = False
+
+
+ContentPartReader = Callable[[msgspec.Raw, str, ContentTexts], None]
+"""Reads one element of a `content` list (its raw bytes and path) into the texts."""
+
+
+_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+    "error": "error",  # OpenRouter's normalized value for a failed generation
+}
+
+MESSAGE_PATH: Final = "choices[0].message"
+CONTENT_PATH: Final = f"{MESSAGE_PATH}.content"
+_REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
+_DETAIL_TEXT_FIELDS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
+_DETAIL_WITHOUT_TEXT: Final = frozenset({"reasoning.encrypted"})
+
+
+def normalize(
+    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+) -> Record:
+    """One `chat.completion` body (OpenAI or an OpenAI-compatible server) -> the record."""
+    response = decode(payload, ChatCompletionView, "openai_chat response")
+    return build_record(
+        read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
+    )
+
+
+def read_turn(
+    response: ChatCompletionView,
+    *,
+    finish_reason_map: Mapping[str, FinishReason] = _FINISH_REASON_MAP,
+    read_content_part: ContentPartReader | None = None,
+) -> Turn:
+    """The first choice of a chat completion; dialects pass their own map and part reader."""
+    if response.choices is None:
+        raise NormalizeError("invalid_payload", "a chat completion needs a `choices` list")
+    turn = Turn(model=response.model, response_id=response.id, visible_path=CONTENT_PATH)
+    if present(response.usage):
+        turn.native_usage = response.usage
+        turn.usage = read_usage(response.usage, "usage", turn.detections)
+    choice = decode(response.choices[0], ChoiceView, "choices[0]") if response.choices else None
+    has_message = choice is not None and present(choice.message)
+    if not has_message and turn.native_usage is None:
+        raise NormalizeError("invalid_payload", "no message and no usage: nothing to read")
+    if choice is None:
+        return turn
+    if choice.finish_reason is not None:
+        turn.native_finish_reason = choice.finish_reason
+        turn.finish_reason = finish_reason_map.get(choice.finish_reason, "other")
+    if present(choice.message):
+        turn.replay_parts.append(choice.message)
+        message = decode(choice.message, MessageView, MESSAGE_PATH)
+        read_message(message, turn, read_content_part or read_chat_content_part)
+    return turn
+
+
+def read_message(message: MessageView, turn: Turn, read_content_part: ContentPartReader) -> None:
+    """Visible text, native thinking and tool calls of one assistant message into the turn."""
+    texts = ContentTexts(detections=turn.detections)
+    _read_content(message.content, texts, read_content_part)
+    _read_refusal(message.refusal, texts)
+    reasoning = reasoning_field(message, turn.detections)
+    if reasoning is None:
+        reasoning = join_blocks(_reasoning_details_texts(message.reasoning_details, texts))
+    turn.native_thinking = join_blocks([reasoning or "", *texts.thinking_blocks])
+    turn.visible_text = "".join(texts.visible)
+    if texts.refused and turn.finish_reason == "stop":
+        turn.finish_reason = "content_filter"
+    read_tool_calls(message.tool_calls, f"{MESSAGE_PATH}.tool_calls", turn)
+    if present(message.function_call):
+        _read_function_call(message.function_call, turn)
+
+
+def reasoning_field(message: MessageView, detections: list[Detection]) -> str | None:
+    """`reasoning_content`, else `reasoning`: the first that is present and a string."""
+    for name in _REASONING_FIELDS:
+        value = getattr(message, name)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            return value
+        detections.append(malformed("reasoning_not_string", f"{MESSAGE_PATH}.{name}"))
+    return None
+
+
+def read_chat_content_part(raw_part: msgspec.Raw, path: str, texts: ContentTexts) -> None:
+    """A Chat content part: `text` is visible, `refusal` is visible and a refusal."""
+    part = decode_part(raw_part, ContentPartView, path, texts.detections)
+    if part is None:
+        return
+    if part.type == "text":
+        add_visible_text(part.text, f"{path}.text", texts)
+    elif part.type == "refusal":
+        if add_visible_text(part.refusal, f"{path}.refusal", texts):
+            texts.refused = True
+    else:
+        texts.detections.append(malformed("unknown_part", path))
+
+
+def add_visible_text(value: Any, path: str, texts: ContentTexts) -> bool:
+    """Append a visible text; a value that is not a string adds nothing and is a detection."""
+    if isinstance(value, str):
+        texts.visible.append(value)
+        return bool(value)
+    texts.detections.append(malformed("text_not_string", path))
+    return False
+
+
+def decode_part(
+    raw_part: msgspec.Raw, view: type[View], path: str, detections: list[Detection]
+) -> View | None:
+    """A list element as its view; one that is not an object is an unknown part."""
+    try:
+        return msgspec.json.decode(raw_part, type=view)
+    except msgspec.ValidationError:
+        detections.append(malformed("unknown_part", path))
+        return None
+
+
+def read_tool_calls(raw_calls: msgspec.Raw, path: str, turn: Turn) -> None:
+    """`tool_calls` in order: `id`, `function.name`, decoded `function.arguments`."""
+    if not present(raw_calls):
+        return
+    try:
+        calls = msgspec.json.decode(raw_calls, type=list[msgspec.Raw])
+    except msgspec.ValidationError:
+        turn.detections.append(malformed("invalid_tool_call", path))
+        return
+    for index, raw_call in enumerate(calls):
+        _read_tool_call(raw_call, f"{path}[{index}]", turn)
+
+
+def read_usage(raw_usage: msgspec.Raw, path: str, detections: list[Detection]) -> Usage:
+    """prompt/completion/total, reasoning from the completion details, cached from the prompt's."""
+    try:
+        usage = msgspec.json.decode(raw_usage, type=UsageView)
+    except msgspec.ValidationError:
+        detections.append(malformed("invalid_usage", path))
+        return Usage()
+    prompt_details = usage.prompt_tokens_details
+    completion_details = usage.completion_tokens_details
+    cached = prompt_details.cached_tokens if prompt_details is not None else None
+    if cached is None:  # the compatible servers' own names for the same count
+        cached = usage.prompt_cache_hit_tokens
+    if cached is None:
+        cached = usage.cached_tokens
+    return Usage(
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        reasoning_tokens=completion_details.reasoning_tokens if completion_details else None,
+        cached_input_tokens=cached,
+        total_tokens=usage.total_tokens,
+    )
+
+
+def _read_content(
+    raw_content: msgspec.Raw, texts: ContentTexts, read_content_part: ContentPartReader
+) -> None:
+    if not present(raw_content):
+        return
+    try:
+        content = msgspec.json.decode(raw_content, type=str | list[msgspec.Raw])
+    except msgspec.ValidationError:
+        texts.detections.append(malformed("text_not_string", CONTENT_PATH))
+        return
+    if isinstance(content, str):
+        texts.visible.append(content)
+        return
+    for index, raw_part in enumerate(content):
+        read_content_part(raw_part, f"{CONTENT_PATH}[{index}]", texts)
+
+
+def _read_refusal(refusal: Any, texts: ContentTexts) -> None:
+    if refusal is None:
+        return
+    if add_visible_text(refusal, f"{MESSAGE_PATH}.refusal", texts):
+        texts.refused = True
+
+
+def _reasoning_details_texts(raw_details: msgspec.Raw, texts: ContentTexts) -> list[str]:
+    """OpenRouter `reasoning_details`: each text or summary entry is one block."""
+    if not present(raw_details):
+        return []
+    path = f"{MESSAGE_PATH}.reasoning_details"
+    try:
+        entries = msgspec.json.decode(raw_details, type=list[msgspec.Raw])
+    except msgspec.ValidationError:
+        texts.detections.append(malformed("unknown_part", path))
+        return []
+    blocks: list[str] = []
+    for index, raw_entry in enumerate(entries):
+        entry_path = f"{path}[{index}]"
+        entry = decode_part(raw_entry, ReasoningDetailView, entry_path, texts.detections)
+        if entry is None or entry.type in _DETAIL_WITHOUT_TEXT:
+            continue
+        field = _DETAIL_TEXT_FIELDS.get(entry.type) if isinstance(entry.type, str) else None
+        if field is None:
+            texts.detections.append(malformed("unknown_part", entry_path))
+            continue
+        value = getattr(entry, field)
+        if isinstance(value, str):
+            blocks.append(value)
+        elif value is not None:
+            texts.detections.append(malformed("text_not_string", f"{entry_path}.{field}"))
+    return blocks
+
+
+def _read_tool_call(raw_call: msgspec.Raw, path: str, turn: Turn) -> None:
+    try:
+        call = msgspec.json.decode(raw_call, type=ToolCallView)
+    except msgspec.ValidationError:
+        turn.detections.append(malformed("invalid_tool_call", path))
+        return
+    if call.function is not None:
+        arguments = _arguments(call.function.arguments, f"{path}.function.arguments", turn)
+        turn.tool_calls.append(ToolCall(id=call.id, name=call.function.name, arguments=arguments))
+    elif call.custom is not None:
+        # A custom tool's `input` is free text by definition: kept as it came, no JSON decoding.
+        custom = call.custom
+        turn.tool_calls.append(ToolCall(id=call.id, name=custom.name, arguments=custom.input))
+    else:
+        turn.detections.append(malformed("invalid_tool_call", path))
+
+
+def _read_function_call(raw_call: msgspec.Raw, turn: Turn) -> None:
+    """The deprecated single `function_call`: a tool call with no id (never invented)."""
+    path = f"{MESSAGE_PATH}.function_call"
+    try:
+        function = msgspec.json.decode(raw_call, type=FunctionView)
+    except msgspec.ValidationError:
+        turn.detections.append(malformed("invalid_tool_call", path))
+        return
+    arguments = _arguments(function.arguments, f"{path}.arguments", turn)
+    turn.tool_calls.append(ToolCall(id=None, name=function.name, arguments=arguments))
+
+
+def _arguments(value: Any, path: str, turn: Turn) -> Any:
+    # No arguments at all reads as the empty object, as Gemini's `args` does.
+    return {} if value is None else tool_arguments(value, path, turn.detections)
