@@ -22,7 +22,9 @@ LEAKED_THOUGHT: Final[dict[str, str]] = {
 }
 
 MALFORMED_PART: Final[dict[str, str]] = {
-    "thought_not_boolean": "a Gemini `thought` marker that is not JSON `true`/`false` (not a thought)",
+    "thought_not_boolean": (
+        "a Gemini `thought` marker that is not JSON `true`/`false` (not a thought)"
+    ),
     "text_not_string": "a `text` that is not a string: it adds no text and stays in `replay_parts`",
     "unknown_part": "a part, block or item of a type we do not know: kept in `replay_parts`",
     "invalid_tool_call": "a tool call without a usable name or shape: kept in `replay_parts`",
@@ -45,7 +47,10 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-README_START = "<!-- detection-codes: generated from service/thoughtline/detection_codes.py; a test checks it -->"
+README_START = (
+    "<!-- detection-codes: generated from service/thoughtline/detection_codes.py; "
+    "a test checks it -->"
+)
 README_END = "<!-- /detection-codes -->"
 
 

@@ -80,6 +80,32 @@ class Record(msgspec.Struct, kw_only=True):
     meta: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
 
 
+class DeltaText(msgspec.Struct, frozen=True):
+    """What one raw stream chunk added: visible text and thinking (each "" when none)."""
+
+    text: str = ""
+    thinking: str = ""
+
+
+class Delta(msgspec.Struct, kw_only=True):
+    """One normalized delta per raw chunk of a recorded stream (seed 003's shape).
+
+    Inline tags are already extracted; at `is_final` the accumulations equal the record's
+    `content` and `thinking` ("" where the record's thinking is null).
+    """
+
+    id: str
+    seq: int
+    delta: DeltaText = msgspec.field(default_factory=DeltaText)
+    accumulated_text: str = ""
+    accumulated_thinking: str = ""
+    is_thinking: bool = False
+    """True when this chunk carried reasoning and no visible text."""
+    is_final: bool = False
+    usage: Usage | None = None
+    """The record's usage, on the final delta only."""
+
+
 class Entry(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     """The input entry a producer XADDs (DESIGN §2); every field is a Redis stream field."""
 

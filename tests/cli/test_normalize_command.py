@@ -24,7 +24,9 @@ def run(*arguments: str, stdin: bytes = b"") -> subprocess.CompletedProcess[byte
     )
 
 
-def test_normalize_prints_one_json_value_per_file(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+def test_normalize_prints_one_json_value_per_file(
+    capsysbinary: pytest.CaptureFixture[bytes],
+) -> None:
     files = sorted(GOLDEN_GEMINI.glob("*.raw.json"))[:3]
     assert main(["normalize", *map(str, files)]) == 0
     output = capsysbinary.readouterr().out

@@ -56,7 +56,8 @@ def test_rule_3_inline_blocks_are_detected_as_leaked_thoughts() -> None:
 
 
 def test_rule_4_native_then_lf_then_inline_and_absent_is_null() -> None:
-    both = thoughtline.normalize(gemini({"text": "N", "thought": True}, {"text": "<think>I</think>V"}))
+    native_part = {"text": "N", "thought": True}
+    both = thoughtline.normalize(gemini(native_part, {"text": "<think>I</think>V"}))
     assert both.thinking == "N\nI"
     native = thoughtline.normalize(gemini({"text": "N", "thought": True}, {"text": "V"}))
     assert native.thinking == "N"

@@ -20,7 +20,8 @@ RULES = [
     ("<THINK>plan</Think>answer", "plan", "answer", ("inline_tag",)),
     ("<think a=1>x</think>", "<think a=1>x", "", ("orphan_close_tag",)),  # no attributes
     ("<think>a</thinking>b</think>c", "a</thinking>b", "c", ("inline_tag",)),
-    ("<think> one </think>mid<think> two </think>end", "one \n two", "mid end", ("inline_tag",) * 2),
+    ("<think> one </think>mid<think> two </think>end", "one \n two", "mid end",
+     ("inline_tag",) * 2),
     ("a<think>x</think>b", "x", "a b", ("inline_tag",)),
     ("a <think>x</think>b", "x", "a b", ("inline_tag",)),
     ("a\n<think>x</think>\nb", "x", "a\n\nb", ("inline_tag",)),
@@ -93,7 +94,7 @@ TEXTS = st.lists(PIECES, max_size=16).map("".join) | st.text(max_size=40)
        hint=st.booleans())
 def test_incremental_equals_whole_at_every_cut(text: str, cuts: list[int], hint: bool) -> None:
     positions = sorted({min(cut, len(text)) for cut in cuts})
-    chunks = [text[start:end] for start, end in zip([0, *positions], [*positions, len(text)])]
+    chunks = [text[start:end] for start, end in zip([0, *positions], [*positions, len(text)], strict=True)]
     whole = extract(text)
     assert _incremental(chunks, hint=hint) == (whole.content, whole.thinking)
 

@@ -61,7 +61,7 @@ def decoder_for(view: type[T]) -> msgspec.json.Decoder[T]:
 _DECODERS: dict[Any, Any] = {}
 
 
-def decode(data: bytes | msgspec.Raw, type: type[T], what: str) -> T:  # noqa: A002
+def decode(data: bytes | msgspec.Raw, type: type[T], what: str) -> T:
     """Decode JSON into a wire view, turning every decoder failure into a `NormalizeError`."""
     try:
         return decoder_for(type).decode(data)
@@ -110,7 +110,7 @@ def join_blocks(blocks: list[str]) -> str | None:
 def build_record(
     turn: Turn,
     *,
-    format: FormatName,  # noqa: A002
+    format: FormatName,
     provider: str,
     record_id: str | None,
     meta: msgspec.Raw | None,
