@@ -1,0 +1,144 @@
+{{/*
+Names and labels shared by every template.
+*/}}
+
+{{- define "thoughtline.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The full name: release-prefixed unless the release name already contains the chart name. */}}
+{{- define "thoughtline.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "thoughtline.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "thoughtline.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "thoughtline.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "thoughtline.labels" -}}
+helm.sh/chart: {{ include "thoughtline.chart" . }}
+{{ include "thoughtline.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: worker
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "thoughtline.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "thoughtline.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "thoughtline.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret and key the worker reads THOUGHTLINE_REDIS_URL from. */}}
+{{- define "thoughtline.redisSecretName" -}}
+{{- default (printf "%s-redis" (include "thoughtline.fullname" .)) .Values.redis.existingSecret }}
+{{- end }}
+
+{{- define "thoughtline.redisSecretKey" -}}
+{{- if .Values.redis.existingSecret }}
+{{- .Values.redis.existingSecretKey }}
+{{- else }}
+{{- print "redis-url" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Redis Cluster hash tag of a key: the text between the first "{" and the next "}", when
+that text is not empty (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags).
+Empty when the key has none.
+*/}}
+{{- define "thoughtline.hashTag" -}}
+{{- $opening := regexFind "\\{[^}]*\\}" . }}
+{{- if gt (len $opening) 2 }}{{ $opening }}{{ end }}
+{{- end }}
+
+{{/* Fail unless every stream shares one hash tag: one MULTI touches them all (DESIGN §5). */}}
+{{- define "thoughtline.checkHashTags" -}}
+{{- if .Values.config.requireCommonHashTag }}
+{{- $config := .Values.config }}
+{{- $expected := include "thoughtline.hashTag" $config.inputStream }}
+{{- if not $expected }}
+{{- fail (printf "config.inputStream %q has no {hash tag}; Redis Cluster needs one (or set config.requireCommonHashTag=false)" $config.inputStream) }}
+{{- end }}
+{{- range $key := list "outputStream" "deadStream" "deltasStream" }}
+{{- $stream := get $config $key }}
+{{- if ne (include "thoughtline.hashTag" $stream) $expected }}
+{{- fail (printf "config.%s %q must carry the hash tag %s of config.inputStream (or set config.requireCommonHashTag=false)" $key $stream $expected) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "thoughtline.checkAutoscalers" -}}
+{{- if and .Values.keda.enabled .Values.autoscaling.enabled }}
+{{- fail "keda.enabled and autoscaling.enabled both create a HorizontalPodAutoscaler: enable one" }}
+{{- end }}
+{{- end }}
+
+{{/* KEDA's connection settings, from the keda.* values or else parsed from redis.url. */}}
+{{- define "thoughtline.kedaAddress" -}}
+{{- if .Values.keda.address }}
+{{- .Values.keda.address }}
+{{- else if .Values.redis.existingSecret }}
+{{- fail "keda.address (host:port) is required with redis.existingSecret: KEDA cannot read the URL from the Secret" }}
+{{- else }}
+{{- $url := urlParse .Values.redis.url }}
+{{- if contains ":" $url.host }}
+{{- $url.host }}
+{{- else }}
+{{- printf "%s:6379" $url.host }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "thoughtline.kedaDatabaseIndex" -}}
+{{- if ne (toString .Values.keda.databaseIndex) "" }}
+{{- .Values.keda.databaseIndex }}
+{{- else if and (not .Values.redis.existingSecret) (trimPrefix "/" (urlParse .Values.redis.url).path) }}
+{{- trimPrefix "/" (urlParse .Values.redis.url).path }}
+{{- else }}
+{{- print "0" }}
+{{- end }}
+{{- end }}
+
+{{- define "thoughtline.kedaEnableTLS" -}}
+{{- if ne (toString .Values.keda.enableTLS) "" }}
+{{- .Values.keda.enableTLS }}
+{{- else if .Values.redis.existingSecret }}
+{{- print "false" }}
+{{- else }}
+{{- eq (urlParse .Values.redis.url).scheme "rediss" }}
+{{- end }}
+{{- end }}
+
+{{- define "thoughtline.kedaAuthenticationName" -}}
+{{- if .Values.keda.authenticationRef }}
+{{- .Values.keda.authenticationRef }}
+{{- else if .Values.keda.passwordSecret.name }}
+{{- printf "%s-redis" (include "thoughtline.fullname" .) }}
+{{- end }}
+{{- end }}
