@@ -94,7 +94,8 @@ TEXTS = st.lists(PIECES, max_size=16).map("".join) | st.text(max_size=40)
        hint=st.booleans())
 def test_incremental_equals_whole_at_every_cut(text: str, cuts: list[int], hint: bool) -> None:
     positions = sorted({min(cut, len(text)) for cut in cuts})
-    chunks = [text[start:end] for start, end in zip([0, *positions], [*positions, len(text)], strict=True)]
+    bounds = zip([0, *positions], [*positions, len(text)], strict=True)
+    chunks = [text[start:end] for start, end in bounds]
     whole = extract(text)
     assert _incremental(chunks, hint=hint) == (whole.content, whole.thinking)
 
