@@ -1,0 +1,311 @@
+"""OpenAI Responses API bodies (`POST /v1/responses`; DESIGN §4).
+
+Follows https://platform.openai.com/docs/api-reference/responses/object. Every item of `output`
+is one replay part, kept byte for byte and in order (the next turn sends them back as input):
+
+- `reasoning` items are native thinking. Each `content` part (`reasoning_text`), then each
+  `summary` part (`summary_text`), is a separate block; blocks join with one LF (DESIGN §4.1).
+  `id` and `encrypted_content` are what a next turn replays; they stay untouched in the item.
+- `message` items are visible text: `output_text` parts concatenated in order. A `refusal` part
+  is visible too (the user must see why there is no answer) and turns a normal stop into
+  `content_filter`, as Anthropic's `refusal` stop reason does.
+- `function_call` items are tool calls; `call_id` is the id a `function_call_output` refers to.
+- Built-in tool items (web search, file search, computer, code interpreter, MCP, shell, ...)
+  carry no text and no `{name, arguments}` call; they stay in `replay_parts` with no detection.
+
+The finish reason comes from `status`; for an `incomplete` response the native value is
+`incomplete_details.reason` (`max_output_tokens`, `content_filter`), which says more.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from thoughtline.normalize.compose import (
+    Turn,
+    build_record,
+    decode,
+    join_blocks,
+    malformed,
+    present,
+    tool_arguments,
+)
+from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
+
+FORMAT: Final = "openai_responses"
+PROVIDER: Final = "openai"
+
+UNSET: Final = msgspec.UNSET
+
+
+class ContentPart(msgspec.Struct):
+    """A part of a message (`output_text`, `refusal`) or of a reasoning item's lists."""
+
+    # Typed loosely on purpose: a wrong type is a detection, not a reason to reject the body.
+    type: Any = None
+    text: Any = UNSET
+    refusal: Any = UNSET
+
+
+class OutputItem(msgspec.Struct):
+    """One item of `output`; only the fields some item type needs are decoded."""
+
+    type: Any = None
+    id: Any = None
+    call_id: Any = None
+    name: Any = None
+    arguments: Any = UNSET
+    # Presence is all we check: a 13 kB blob is skipped over, never copied into a str.
+    encrypted_content: msgspec.Raw = msgspec.Raw()
+    summary: msgspec.Raw = msgspec.Raw()
+    content: msgspec.Raw = msgspec.Raw()
+
+
+class ResponseView(msgspec.Struct):
+    """The top level of a Responses body; without an `output` list nothing is usable."""
+
+    output: list[msgspec.Raw]
+    status: Any = None
+    incomplete_details: Any = None
+    usage: msgspec.Raw = msgspec.Raw()
+    model: Any = None
+    id: Any = None
+
+
+class _InputTokensDetails(msgspec.Struct):
+    cached_tokens: int | None = None
+
+
+class _OutputTokensDetails(msgspec.Struct):
+    reasoning_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    # OpenAI reports zero counts explicitly, so an absent count is "not reported" (null).
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    input_tokens_details: _InputTokensDetails | None = None
+    output_tokens_details: _OutputTokensDetails | None = None
+
+
+_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
+    "completed": "stop",
+    "max_output_tokens": "length",
+    "content_filter": "content_filter",
+    "failed": "error",
+    "incomplete": "other",
+    "cancelled": "other",
+    "in_progress": "other",
+    "queued": "other",
+}
+
+BUILT_IN_ITEM_TYPES: Final = frozenset(
+    (  # noqa: SIM905 - one line per tool family reads better than 22 lines
+        "file_search_call web_search_call computer_call computer_call_output"
+        " code_interpreter_call image_generation_call local_shell_call local_shell_call_output"
+        " shell_call shell_call_output apply_patch_call apply_patch_call_output"
+        " mcp_call mcp_list_tools mcp_approval_request mcp_approval_response"
+        " custom_tool_call custom_tool_call_output function_call_output"
+        " tool_search_call tool_search_output compaction"
+    ).split()
+)
+"""Item types the API documents that hold no text and no function call: kept, not flagged."""
+
+_OUTPUT_PATH: Final = "output"
+_ITEM_DECODER: Final = msgspec.json.Decoder(OutputItem)
+_PARTS_DECODER: Final = msgspec.json.Decoder(list[ContentPart])
+_PART_DECODER: Final = msgspec.json.Decoder(ContentPart)
+_RAW_LIST_DECODER: Final = msgspec.json.Decoder(list[msgspec.Raw])
+_USAGE_DECODER: Final = msgspec.json.Decoder(_Usage)
+
+
+class OutputReading(msgspec.Struct):
+    """What the items of one `output` list gave, before the turn is filled from it."""
+
+    thinking_blocks: list[str] = msgspec.field(default_factory=list)
+    visible_texts: list[str] = msgspec.field(default_factory=list)
+    visible_paths: list[str] = msgspec.field(default_factory=list)
+    refused: bool = False
+
+
+def normalize(
+    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+) -> Record:
+    """One Responses API `Response` body -> the record."""
+    response = decode(payload, ResponseView, "openai_responses response")
+    return build_record(
+        read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
+    )
+
+
+def read_turn(response: ResponseView) -> Turn:
+    turn = Turn(model=_string(response.model), response_id=_string(response.id))
+    if present(response.usage):
+        turn.native_usage = response.usage
+        turn.usage = read_usage(response.usage, turn.detections)
+    reading = OutputReading()
+    for index, raw_item in enumerate(response.output):
+        turn.replay_parts.append(raw_item)
+        read_item(raw_item, f"{_OUTPUT_PATH}[{index}]", turn, reading)
+    fill_turn(turn, reading)
+    native = native_finish_reason(response.status, response.incomplete_details)
+    if native is not None:
+        turn.native_finish_reason = native
+        turn.finish_reason = finish_reason(native, refused=reading.refused)
+    return turn
+
+
+def read_item(raw_item: msgspec.Raw, path: str, turn: Turn, reading: OutputReading) -> None:
+    """Read one output item (already appended to `replay_parts` by the caller)."""
+    try:
+        item = _ITEM_DECODER.decode(raw_item)
+    except msgspec.ValidationError:  # not an object at all
+        turn.detections.append(malformed("unknown_part", path))
+        return
+    if item.type == "reasoning":
+        _read_reasoning(item, path, turn.detections, reading)
+    elif item.type == "message":
+        _read_message(item, path, turn.detections, reading)
+    elif item.type == "function_call":
+        _read_function_call(item, path, turn)
+    elif not (isinstance(item.type, str) and item.type in BUILT_IN_ITEM_TYPES):
+        turn.detections.append(malformed("unknown_part", path))
+
+
+def fill_turn(turn: Turn, reading: OutputReading) -> None:
+    """Native thinking, visible text and its path from what the items gave."""
+    turn.native_thinking = join_blocks(reading.thinking_blocks)
+    turn.visible_text = "".join(reading.visible_texts)
+    # One message item is the usual case: point straight at it; several share `output`.
+    paths = reading.visible_paths
+    turn.visible_path = paths[0] if len(paths) == 1 else _OUTPUT_PATH
+
+
+def native_finish_reason(status: Any, incomplete_details: Any) -> str | None:
+    """`status`, or for an incomplete response the more telling `incomplete_details.reason`."""
+    if not isinstance(status, str):
+        return None
+    if status == "incomplete" and isinstance(incomplete_details, dict):
+        reason = incomplete_details.get("reason")
+        if isinstance(reason, str):
+            return reason
+    return status
+
+
+def finish_reason(native: str, *, refused: bool) -> FinishReason:
+    mapped = _FINISH_REASON_MAP.get(native, "other")
+    return "content_filter" if refused and mapped == "stop" else mapped
+
+
+def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
+    """DESIGN §3 from Responses usage: `input_tokens` already holds the cached ones."""
+    try:
+        usage = _USAGE_DECODER.decode(raw_usage)
+    except msgspec.ValidationError:
+        detections.append(malformed("invalid_usage", "usage"))
+        return Usage()
+    input_details, output_details = usage.input_tokens_details, usage.output_tokens_details
+    return Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=output_details.reasoning_tokens if output_details else None,
+        cached_input_tokens=input_details.cached_tokens if input_details else None,
+        total_tokens=usage.total_tokens,
+    )
+
+
+def _read_reasoning(
+    item: OutputItem, path: str, detections: list[Detection], reading: OutputReading
+) -> None:
+    # Replay needs the item's `id` (stored responses) or `encrypted_content` (store=false).
+    if not isinstance(item.id, str) and not _is_string(item.encrypted_content):
+        detections.append(malformed("missing_signature", path))
+    for field, part_type in (("content", "reasoning_text"), ("summary", "summary_text")):
+        raw_parts: msgspec.Raw = getattr(item, field)
+        for part_path, part in _parts(raw_parts, f"{path}.{field}", detections):
+            if part.type != part_type:
+                detections.append(malformed("unknown_part", part_path))
+            elif not isinstance(part.text, str):
+                detections.append(malformed("text_not_string", f"{part_path}.text"))
+            else:
+                reading.thinking_blocks.append(part.text)
+
+
+def _read_message(
+    item: OutputItem, path: str, detections: list[Detection], reading: OutputReading
+) -> None:
+    content_path = f"{path}.content"
+    texts_before = len(reading.visible_texts)
+    for part_path, part in _parts(item.content, content_path, detections):
+        if part.type == "output_text":
+            _read_visible(part.text, f"{part_path}.text", detections, reading)
+        elif part.type == "refusal":
+            reading.refused = True
+            _read_visible(part.refusal, f"{part_path}.refusal", detections, reading)
+        else:
+            detections.append(malformed("unknown_part", part_path))
+    if len(reading.visible_texts) > texts_before:
+        reading.visible_paths.append(content_path)
+
+
+def _read_visible(
+    text: Any, path: str, detections: list[Detection], reading: OutputReading
+) -> None:
+    if isinstance(text, str):
+        reading.visible_texts.append(text)
+    else:
+        detections.append(malformed("text_not_string", path))
+
+
+def _read_function_call(item: OutputItem, path: str, turn: Turn) -> None:
+    if not isinstance(item.name, str):
+        turn.detections.append(malformed("invalid_tool_call", path))
+        return
+    # A call with no arguments at all reads as an empty object, as Gemini's does.
+    value = item.arguments if item.arguments is not UNSET else {}
+    arguments = tool_arguments(value, f"{path}.arguments", turn.detections)
+    call_id = item.call_id if isinstance(item.call_id, str) else None
+    turn.tool_calls.append(ToolCall(id=call_id, name=item.name, arguments=arguments))
+
+
+def _parts(
+    raw_parts: msgspec.Raw, path: str, detections: list[Detection]
+) -> list[tuple[str, ContentPart]]:
+    """The parts of a content or summary list with their paths; a non-list is a detection."""
+    if not present(raw_parts):
+        return []
+    try:  # the usual case: one decode of the whole list
+        parts = _PARTS_DECODER.decode(raw_parts)
+    except msgspec.ValidationError:
+        return _parts_one_by_one(raw_parts, path, detections)
+    return [(f"{path}[{index}]", part) for index, part in enumerate(parts)]
+
+
+def _parts_one_by_one(
+    raw_parts: msgspec.Raw, path: str, detections: list[Detection]
+) -> list[tuple[str, ContentPart]]:
+    try:
+        raw_list = _RAW_LIST_DECODER.decode(raw_parts)
+    except msgspec.ValidationError:  # not a list at all
+        detections.append(malformed("unknown_part", path))
+        return []
+    parts: list[tuple[str, ContentPart]] = []
+    for index, raw_part in enumerate(raw_list):
+        try:
+            part = _PART_DECODER.decode(raw_part)
+        except msgspec.ValidationError:
+            # Not an object: a part of no type, which the caller reports in order.
+            part = ContentPart()
+        parts.append((f"{path}[{index}]", part))
+    return parts
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _is_string(raw: msgspec.Raw) -> bool:
+    return memoryview(raw)[:1].tobytes() == b'"'
