@@ -1,0 +1,237 @@
+"""Anthropic Messages API responses (DESIGN §3-4).
+
+Follows https://docs.anthropic.com/en/api/messages (the `Message` object) and the extended
+thinking guide (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking):
+`thinking` blocks are native reasoning, one block each, joined with one LF and kept verbatim;
+`redacted_thinking` adds no text; every `text` block is visible and goes once through inline
+extraction; `tool_use` blocks are the tool calls. Every block stays in `replay_parts` byte for
+byte, so `signature` and redacted `data` replay unchanged.
+
+Usage: Anthropic counts cache reads and cache writes apart from `input_tokens`, so all three
+add up to the record's input; `output_tokens` already includes thinking. Anthropic reports no
+total, so the record's total is input + output.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from thoughtline.errors import NormalizeError
+from thoughtline.normalize.compose import (
+    Turn,
+    build_record,
+    decode,
+    join_blocks,
+    malformed,
+    present,
+    tool_arguments,
+)
+from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
+
+FORMAT: Final = "anthropic"
+PROVIDER: Final = "anthropic"
+
+UNSET: Final = msgspec.UNSET
+
+
+_NO_VALUE: Final = msgspec.Raw()
+
+
+class _Block(msgspec.Struct):
+    # Values are typed loosely on purpose: a wrong type is a detection on that block, not a
+    # reason to reject the whole response. Opaque values are only checked, so they stay `Raw`:
+    # a long signature is skipped over, never copied into a Python string.
+    type: Any = UNSET
+    text: Any = UNSET
+    thinking: Any = UNSET
+    signature: msgspec.Raw = _NO_VALUE
+    data: msgspec.Raw = _NO_VALUE
+    id: Any = UNSET
+    name: Any = UNSET
+    input: Any = UNSET
+
+
+class _OutputTokensDetails(msgspec.Struct):
+    thinking_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    output_tokens_details: _OutputTokensDetails | None = None
+
+
+class _Error(msgspec.Struct):
+    type: str | None = None
+
+
+class _Message(msgspec.Struct):
+    type: str | None = None
+    id: str | None = None
+    model: str | None = None
+    content: list[msgspec.Raw] | None = None
+    stop_reason: str | None = None
+    usage: msgspec.Raw = msgspec.Raw()
+    error: _Error | None = None
+
+
+_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    # The prompt plus the answer filled the context window: the answer was cut for length.
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+    # `pause_turn` (a long server-tool turn paused for the caller to resume) stays `other`:
+    # the answer is not finished, so `stop` would mislead.
+}
+
+SERVER_BLOCK_TYPES: Final = frozenset(
+    {"server_tool_use", "mcp_tool_use", "mcp_tool_result", "container_upload"}
+)
+"""Blocks of tools Anthropic runs itself: no text, no client tool call, kept for replay."""
+
+_CONTENT_PATH: Final = "content"
+_BLOCK_DECODER: Final = msgspec.json.Decoder(_Block)
+_USAGE_DECODER: Final = msgspec.json.Decoder(_Usage)
+
+
+def normalize(
+    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+) -> Record:
+    """One Anthropic Messages API response body -> the record."""
+    message = decode(payload, _Message, "anthropic message")
+    return build_record(
+        read_turn(message), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
+    )
+
+
+def read_turn(message: _Message) -> Turn:
+    if message.type == "error":
+        error_type = message.error.type if message.error is not None else None
+        raise NormalizeError(
+            "invalid_payload", f"anthropic error response ({error_type or 'no type'})"
+        )
+    if message.content is None:
+        raise NormalizeError("invalid_payload", "anthropic message has no `content` list")
+    turn = Turn(
+        model=message.model,
+        response_id=message.id,
+        visible_path=_CONTENT_PATH,
+        usage_path="usage",
+    )
+    if message.stop_reason is not None:
+        turn.native_finish_reason = message.stop_reason
+        turn.finish_reason = _FINISH_REASON_MAP.get(message.stop_reason, "other")
+    if present(message.usage):
+        turn.native_usage = message.usage
+        turn.usage = read_usage(message.usage, turn.detections)
+    read_blocks(message.content, turn)
+    return turn
+
+
+def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn) -> None:
+    """Every content block into the turn, in order (also used for assembled stream blocks)."""
+    thinking_blocks: list[str] = []
+    visible: list[str] = []
+    for index, raw_block in enumerate(raw_blocks):
+        path = f"{_CONTENT_PATH}[{index}]"
+        turn.replay_parts.append(raw_block)
+        block = _decode_block(raw_block, path, turn.detections)
+        if block is None:
+            continue
+        if block.type == "text":
+            _read_text(block, path, visible, turn.detections)
+        elif block.type == "thinking":
+            _read_thinking(block, path, thinking_blocks, turn.detections)
+        elif block.type == "redacted_thinking":
+            _check_redacted(block, path, turn.detections)
+        elif block.type == "tool_use":
+            _read_tool_use(block, path, turn)
+        elif not _is_server_block(block.type):
+            turn.detections.append(malformed("unknown_part", path))
+    turn.native_thinking = join_blocks(thinking_blocks)
+    turn.visible_text = "".join(visible)
+
+
+def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
+    """The record's usage from Anthropic's: cache reads and writes join the input count."""
+    try:
+        counts = _USAGE_DECODER.decode(raw_usage)
+    except msgspec.ValidationError:
+        detections.append(malformed("invalid_usage", "usage"))
+        return Usage()
+    input_tokens = None
+    if counts.input_tokens is not None:
+        input_tokens = (
+            counts.input_tokens
+            + (counts.cache_read_input_tokens or 0)
+            + (counts.cache_creation_input_tokens or 0)
+        )
+    details = counts.output_tokens_details
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=counts.output_tokens,
+        # Only newer responses break thinking out (`output_tokens_details.thinking_tokens`).
+        reasoning_tokens=details.thinking_tokens if details is not None else None,
+        cached_input_tokens=counts.cache_read_input_tokens,
+    )
+
+
+def _decode_block(raw_block: msgspec.Raw, path: str, detections: list[Detection]) -> _Block | None:
+    try:
+        return _BLOCK_DECODER.decode(raw_block)
+    except msgspec.ValidationError:  # not an object at all
+        detections.append(malformed("unknown_part", path))
+        return None
+
+
+def _is_server_block(block_type: Any) -> bool:
+    if not isinstance(block_type, str):
+        return False
+    return block_type in SERVER_BLOCK_TYPES or block_type.endswith("_tool_result")
+
+
+def _read_text(block: _Block, path: str, visible: list[str], detections: list[Detection]) -> None:
+    if isinstance(block.text, str):
+        visible.append(block.text)
+    else:
+        detections.append(malformed("text_not_string", f"{path}.text"))
+
+
+def _read_thinking(
+    block: _Block, path: str, thinking_blocks: list[str], detections: list[Detection]
+) -> None:
+    if isinstance(block.thinking, str):
+        thinking_blocks.append(block.thinking)
+    else:
+        detections.append(malformed("reasoning_not_string", f"{path}.thinking"))
+    # Without its signature a thinking block cannot be sent back in the next turn.
+    if not is_filled_string(block.signature):
+        detections.append(malformed("missing_signature", path))
+
+
+def _check_redacted(block: _Block, path: str, detections: list[Detection]) -> None:
+    # The encrypted `data` is all a redacted block is: without it there is nothing to replay.
+    if not is_filled_string(block.data):
+        detections.append(malformed("redacted_without_data", path))
+
+
+def _read_tool_use(block: _Block, path: str, turn: Turn) -> None:
+    if not isinstance(block.name, str) or not block.name:
+        turn.detections.append(malformed("invalid_tool_call", path))
+        return
+    call_id = block.id if isinstance(block.id, str) else None
+    arguments = {} if block.input is UNSET or block.input is None else block.input
+    arguments = tool_arguments(arguments, f"{path}.input", turn.detections)
+    turn.tool_calls.append(ToolCall(id=call_id, name=block.name, arguments=arguments))
+
+
+def is_filled_string(raw: msgspec.Raw) -> bool:
+    """True when a raw JSON value is a non-empty string, checked without decoding it."""
+    return len(raw) > 2 and memoryview(raw)[0] == ord('"')

@@ -1,0 +1,316 @@
+"""AWS Bedrock Converse responses (DESIGN §3-4).
+
+Follows https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html and
+its `ContentBlock` / `ReasoningContentBlock` / `TokenUsage` shapes: `reasoningContent.
+reasoningText.text` is native reasoning, one block each, joined with one LF and kept verbatim;
+`redactedContent` adds no text; `text` (and the generated text of `citationsContent`) is
+visible and goes once through inline extraction; `toolUse` blocks are the tool calls. Every
+block stays in `replay_parts` byte for byte, so `signature` and `redactedContent` replay
+unchanged.
+
+A Converse body names no model: the record's model is the prompt router's `invokedModelId`
+when there is one (else a top-level `modelId` a producer kept from its request), else null.
+Only Anthropic models sign their reasoning, so a missing signature is flagged only when that
+model is known to be Anthropic's: DeepSeek-R1 and other models send unsigned reasoning.
+
+Usage: `inputTokens` leaves out cache reads and writes, so all three add up to the record's
+input; `totalTokens` counts them too (TokenUsage: "the total of input tokens and tokens
+generated"), so it equals input + output and `usage_inconsistent` fires only on a real gap.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, TypeVar
+
+import msgspec
+
+from thoughtline.errors import NormalizeError
+from thoughtline.normalize.anthropic import is_filled_string
+from thoughtline.normalize.compose import (
+    Turn,
+    build_record,
+    decode,
+    join_blocks,
+    malformed,
+    present,
+    tool_arguments,
+)
+from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
+
+FORMAT: Final = "bedrock_converse"
+PROVIDER: Final = "amazon_bedrock"
+
+UNSET: Final = msgspec.UNSET
+
+T = TypeVar("T")
+
+
+class _Block(msgspec.Struct):
+    # A ContentBlock is a union: exactly one of these keys is set. `text` is typed loosely so
+    # a wrong type is a detection; the others are decoded only where they are used.
+    text: Any = UNSET
+    reasoningContent: msgspec.Raw = msgspec.Raw()  # noqa: N815 - wire name
+    toolUse: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    citationsContent: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    image: msgspec.Raw = msgspec.Raw()
+    document: msgspec.Raw = msgspec.Raw()
+    video: msgspec.Raw = msgspec.Raw()
+    audio: msgspec.Raw = msgspec.Raw()
+    toolResult: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    guardContent: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    cachePoint: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    searchResult: msgspec.Raw = msgspec.Raw()  # noqa: N815
+
+    def carries_known_data(self) -> bool:
+        """True when the block holds any member of the documented `ContentBlock` union."""
+        return self.text is not UNSET or any(
+            present(getattr(self, field)) for field in _RAW_MEMBERS
+        )
+
+
+_RAW_MEMBERS: Final = tuple(name for name in _Block.__struct_fields__ if name != "text")
+
+
+class _ReasoningContent(msgspec.Struct):
+    reasoningText: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    # Opaque values are only checked, never copied into Python strings.
+    redactedContent: msgspec.Raw = msgspec.Raw()  # noqa: N815
+
+
+class _ReasoningText(msgspec.Struct):
+    text: Any = UNSET
+    signature: msgspec.Raw = msgspec.Raw()
+
+
+class _ToolUse(msgspec.Struct):
+    name: str
+    toolUseId: str | None = None  # noqa: N815
+    input: Any = None
+
+
+class _GeneratedText(msgspec.Struct):
+    text: Any = UNSET
+
+
+class _CitationsContent(msgspec.Struct):
+    content: list[_GeneratedText] = msgspec.field(default_factory=list)
+
+
+class _Usage(msgspec.Struct):
+    inputTokens: int | None = None  # noqa: N815
+    outputTokens: int | None = None  # noqa: N815
+    totalTokens: int | None = None  # noqa: N815
+    cacheReadInputTokens: int | None = None  # noqa: N815
+    cacheWriteInputTokens: int | None = None  # noqa: N815
+    # Older boto responses carry the same counts under these names as well.
+    cacheReadInputTokenCount: int | None = None  # noqa: N815
+    cacheWriteInputTokenCount: int | None = None  # noqa: N815
+
+
+class _Message(msgspec.Struct):
+    content: list[msgspec.Raw] | None = None
+
+
+class _Output(msgspec.Struct):
+    message: _Message | None = None
+
+
+class _PromptRouter(msgspec.Struct):
+    invokedModelId: str | None = None  # noqa: N815
+
+
+class _Trace(msgspec.Struct):
+    promptRouter: _PromptRouter | None = None  # noqa: N815
+
+
+class _Response(msgspec.Struct):
+    output: _Output | None = None
+    stopReason: str | None = None  # noqa: N815
+    usage: msgspec.Raw = msgspec.Raw()
+    trace: _Trace | None = None
+    modelId: str | None = None  # noqa: N815
+
+
+_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "guardrail_intervened": "content_filter",
+    "content_filtered": "content_filter",
+    "malformed_model_output": "error",
+    "malformed_tool_use": "error",
+}
+
+_CONTENT_PATH: Final = "output.message.content"
+_BLOCK_DECODER: Final = msgspec.json.Decoder(_Block)
+_REASONING_DECODER: Final = msgspec.json.Decoder(_ReasoningContent)
+_REASONING_TEXT_DECODER: Final = msgspec.json.Decoder(_ReasoningText)
+_TOOL_USE_DECODER: Final = msgspec.json.Decoder(_ToolUse)
+_CITATIONS_DECODER: Final = msgspec.json.Decoder(_CitationsContent)
+_USAGE_DECODER: Final = msgspec.json.Decoder(_Usage)
+
+
+def normalize(
+    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+) -> Record:
+    """One Bedrock `Converse` response body -> the record."""
+    response = decode(payload, _Response, "bedrock converse response")
+    return build_record(
+        read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
+    )
+
+
+def read_turn(response: _Response) -> Turn:
+    message = response.output.message if response.output is not None else None
+    if message is None or message.content is None:
+        raise NormalizeError(
+            "invalid_payload", "bedrock converse response has no `output.message.content`"
+        )
+    turn = Turn(model=model_of(response), visible_path=_CONTENT_PATH, usage_path="usage")
+    if response.stopReason is not None:
+        turn.native_finish_reason = response.stopReason
+        turn.finish_reason = _FINISH_REASON_MAP.get(response.stopReason, "other")
+    if present(response.usage):
+        turn.native_usage = response.usage
+        turn.usage = read_usage(response.usage, turn.detections)
+    read_blocks(message.content, turn, signed=is_anthropic_model(turn.model))
+    return turn
+
+
+def model_of(response: _Response) -> str | None:
+    router = response.trace.promptRouter if response.trace is not None else None
+    if router is not None and router.invokedModelId is not None:
+        return router.invokedModelId
+    return response.modelId
+
+
+def is_anthropic_model(model: str | None) -> bool:
+    """True for Claude model ids and ARNs (`anthropic.claude-…`, `us.anthropic.claude-…`)."""
+    return model is not None and "anthropic." in model.lower()
+
+
+def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn, *, signed: bool) -> None:
+    """Every content block into the turn, in order; `signed`: reasoning must carry a signature."""
+    reasoning_blocks: list[str] = []
+    visible: list[str] = []
+    for index, raw_block in enumerate(raw_blocks):
+        path = f"{_CONTENT_PATH}[{index}]"
+        turn.replay_parts.append(raw_block)
+        block = _decode_block(raw_block, path, turn.detections)
+        if block is None:
+            continue
+        if not block.carries_known_data():
+            turn.detections.append(malformed("unknown_part", path))
+            continue
+        if block.text is not UNSET:
+            _read_text(block.text, f"{path}.text", visible, turn.detections)
+        if present(block.reasoningContent):
+            _read_reasoning(
+                block.reasoningContent, f"{path}.reasoningContent", signed, reasoning_blocks, turn
+            )
+        if present(block.toolUse):
+            _read_tool_use(block.toolUse, f"{path}.toolUse", turn)
+        if present(block.citationsContent):
+            _read_citations(block.citationsContent, f"{path}.citationsContent", visible, turn)
+    turn.native_thinking = join_blocks(reasoning_blocks)
+    turn.visible_text = "".join(visible)
+
+
+def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
+    """The record's usage from Bedrock's: cache reads and writes join the input count."""
+    counts = _convert(raw_usage, _USAGE_DECODER)
+    if counts is None:
+        detections.append(malformed("invalid_usage", "usage"))
+        return Usage()
+    cache_read = _either(counts.cacheReadInputTokens, counts.cacheReadInputTokenCount)
+    cache_write = _either(counts.cacheWriteInputTokens, counts.cacheWriteInputTokenCount)
+    input_tokens = None
+    if counts.inputTokens is not None:
+        input_tokens = counts.inputTokens + (cache_read or 0) + (cache_write or 0)
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=counts.outputTokens,
+        reasoning_tokens=None,  # Bedrock does not break reasoning out of `outputTokens`
+        cached_input_tokens=cache_read,
+        total_tokens=counts.totalTokens,
+    )
+
+
+def _either(count: int | None, older_name_count: int | None) -> int | None:
+    return count if count is not None else older_name_count
+
+
+def _decode_block(raw_block: msgspec.Raw, path: str, detections: list[Detection]) -> _Block | None:
+    block = _convert(raw_block, _BLOCK_DECODER)
+    if block is None:  # not an object at all
+        detections.append(malformed("unknown_part", path))
+    return block
+
+
+def _read_text(text: Any, path: str, visible: list[str], detections: list[Detection]) -> None:
+    if isinstance(text, str):
+        visible.append(text)
+    else:
+        detections.append(malformed("text_not_string", path))
+
+
+def _read_reasoning(
+    raw: msgspec.Raw, path: str, signed: bool, reasoning_blocks: list[str], turn: Turn
+) -> None:
+    reasoning = _convert(raw, _REASONING_DECODER)
+    if reasoning is None or not (len(reasoning.reasoningText) or len(reasoning.redactedContent)):
+        turn.detections.append(malformed("unknown_part", path))
+        return
+    redacted = reasoning.redactedContent
+    # The encrypted blob is all a redacted block is: without it there is nothing to replay.
+    if len(redacted) and not is_filled_string(redacted):
+        turn.detections.append(malformed("redacted_without_data", f"{path}.redactedContent"))
+    if len(reasoning.reasoningText):
+        _read_reasoning_text(
+            reasoning.reasoningText, f"{path}.reasoningText", signed, reasoning_blocks, turn
+        )
+
+
+def _read_reasoning_text(
+    raw: msgspec.Raw, path: str, signed: bool, reasoning_blocks: list[str], turn: Turn
+) -> None:
+    reasoning_text = _convert(raw, _REASONING_TEXT_DECODER)
+    if reasoning_text is None:
+        turn.detections.append(malformed("unknown_part", path))
+        return
+    if isinstance(reasoning_text.text, str):
+        reasoning_blocks.append(reasoning_text.text)
+    else:
+        turn.detections.append(malformed("reasoning_not_string", f"{path}.text"))
+    if signed and not is_filled_string(reasoning_text.signature):
+        turn.detections.append(malformed("missing_signature", path))
+
+
+def _read_tool_use(raw: msgspec.Raw, path: str, turn: Turn) -> None:
+    tool_use = _convert(raw, _TOOL_USE_DECODER)
+    if tool_use is None or not tool_use.name:
+        turn.detections.append(malformed("invalid_tool_call", path))
+        return
+    arguments = tool_use.input if tool_use.input is not None else {}
+    arguments = tool_arguments(arguments, f"{path}.input", turn.detections)
+    turn.tool_calls.append(ToolCall(id=tool_use.toolUseId, name=tool_use.name, arguments=arguments))
+
+
+def _read_citations(raw: msgspec.Raw, path: str, visible: list[str], turn: Turn) -> None:
+    citations = _convert(raw, _CITATIONS_DECODER)
+    if citations is None:
+        turn.detections.append(malformed("unknown_part", path))
+        return
+    for index, generated in enumerate(citations.content):
+        if generated.text is not UNSET:
+            _read_text(generated.text, f"{path}.content[{index}].text", visible, turn.detections)
+
+
+def _convert(raw: msgspec.Raw, decoder: msgspec.json.Decoder[T]) -> T | None:
+    try:
+        return decoder.decode(raw)
+    except msgspec.ValidationError:  # the wrong shape: the caller records a detection
+        return None
+
