@@ -73,6 +73,25 @@ def decode(data: bytes | msgspec.Raw, type: type[T], what: str) -> T:
         raise NormalizeError("too_deep", f"{what}: nesting too deep to decode") from error
 
 
+def decode_part(
+    data: msgspec.Raw, type: type[T], path: str, detections: list[Detection]
+) -> T | None:
+    """A part, block or item read into its view; None (and `unknown_part`) for a wrong shape.
+
+    A part of the wrong shape stays in `replay_parts` and the rest of the turn still counts;
+    bytes that are not JSON at all (invalid UTF-8 inside a string) fail the whole payload.
+    """
+    try:
+        return decoder_for(type).decode(data)
+    except msgspec.ValidationError:
+        detections.append(malformed("unknown_part", path))
+        return None
+    except msgspec.DecodeError as error:
+        raise NormalizeError("not_json", f"{path}: {error}") from error
+    except RecursionError as error:
+        raise NormalizeError("too_deep", f"{path}: nesting too deep to decode") from error
+
+
 def present(raw: msgspec.Raw) -> bool:
     """True when an optional `msgspec.Raw` view field held a value other than null.
 

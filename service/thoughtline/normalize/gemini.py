@@ -18,7 +18,7 @@ from thoughtline.normalize.compose import (
     Turn,
     build_record,
     decode,
-    decoder_for,
+    decode_part,
     malformed,
     present,
 )
@@ -117,7 +117,6 @@ _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
 }
 
 _PARTS_PATH: Final = "candidates[0].content.parts"
-_PART_DECODER: Final = decoder_for(_Part)
 
 
 def normalize(
@@ -161,7 +160,7 @@ def _read_parts(raw_parts: list[msgspec.Raw], turn: Turn) -> None:
     for index, raw_part in enumerate(raw_parts):
         path = f"{_PARTS_PATH}[{index}]"
         turn.replay_parts.append(raw_part)
-        part = _decode_part(raw_part, path, turn.detections)
+        part = decode_part(raw_part, _Part, path, turn.detections)
         if part is None:
             continue
         if part.text is not UNSET:
@@ -172,14 +171,6 @@ def _read_parts(raw_parts: list[msgspec.Raw], turn: Turn) -> None:
             turn.detections.append(malformed("unknown_part", path))
     turn.native_thinking = "".join(thoughts) or None
     turn.visible_text = "".join(visible)
-
-
-def _decode_part(raw_part: msgspec.Raw, path: str, detections: list[Detection]) -> _Part | None:
-    try:
-        return _PART_DECODER.decode(raw_part)
-    except msgspec.ValidationError:  # not an object at all
-        detections.append(malformed("unknown_part", path))
-        return None
 
 
 def _read_text(
