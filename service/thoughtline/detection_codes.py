@@ -33,6 +33,14 @@ MALFORMED_PART: Final[dict[str, str]] = {
     "redacted_without_data": "a redacted reasoning block without its encrypted data to replay",
     "reasoning_not_string": "a native reasoning field that is not a string: it adds no thinking",
     "usage_inconsistent": "the provider's total tokens differ from its input + output",
+    "truncated_stream": (
+        "a recorded stream cut before its terminal event: usage and finish reason are null"
+    ),
+    "stream_error": "a recorded stream ended with an error event: finish reason `error`",
+    "invalid_chunk": "a recorded stream chunk that is not JSON (or not an object): skipped",
+    "stream_out_of_order": (
+        "a stream event before the event that opens it, or after the stream ended: applied"
+    ),
     "invalid_usage": "a usage object whose counts are not integers: counts null, raw kept",
 }
 

@@ -9,9 +9,13 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.record import Entry, Record
+from thoughtline.record import Delta, Entry, Record
 
-SCHEMA_FILES: Final = {"entry.schema.json": Entry, "record.schema.json": Record}
+SCHEMA_FILES: Final[dict[str, type[msgspec.Struct]]] = {
+    "entry.schema.json": Entry,
+    "record.schema.json": Record,
+    "delta.schema.json": Delta,
+}
 
 
 def schema_of(struct_type: type[msgspec.Struct]) -> dict[str, Any]:

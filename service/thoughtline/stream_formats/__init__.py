@@ -1,0 +1,22 @@
+"""One assembler per provider stream format, each with the same shape (see `base`).
+
+`ASSEMBLERS` maps a format name to `assemble(chunks, done_marker) -> Assembly`; Mistral
+streams are Chat chunks whose `delta.content` may be a list, so one assembler serves both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from thoughtline.stream_formats import anthropic, gemini
+from thoughtline.stream_formats.base import Assembly, Chunk
+
+Assembler = Callable[[Sequence[Chunk], bool], Assembly]
+
+ASSEMBLERS: Final[dict[str, Assembler]] = {
+    "gemini": gemini.assemble,
+    "anthropic": anthropic.assemble,
+}
+
+__all__ = ["ASSEMBLERS", "Assembler"]

@@ -1,0 +1,164 @@
+"""Framing: a recorded stream's bytes -> its JSON chunks, whatever the recording looks like.
+
+Three framings are read:
+- SSE text (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation):
+  `event:` and `data:` lines, `:` comments (OpenRouter keep-alives), CRLF / LF / CR line
+  ends, multi-line `data:`, a `[DONE]` sentinel, a last event with no blank line after it;
+- JSON lines (one chunk per non-blank line; Ollama NDJSON, decoded-event recordings);
+- a JSON array of chunks (Gemini `streamGenerateContent` without `alt=sse`), also when it was
+  cut mid-array: the complete items are read one by one and the cut one is kept as a chunk
+  whose JSON is invalid (the assembler reports it).
+
+Nothing here decodes a chunk: that is the assembler's job, so a bad line becomes a detection
+at its own position instead of failing the whole stream.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, NamedTuple
+
+import msgspec
+
+from thoughtline.stream_formats.base import Chunk, RawObject
+
+SSE_STARTS: Final = (b"data:", b"event:", b":", b"id:", b"retry:")
+DONE: Final = b"[DONE]"
+
+_LINE_BREAK: Final = re.compile(rb"\r\n|\r|\n")
+_ARRAY_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
+
+
+class Framed(NamedTuple):
+    chunks: list[Chunk]
+    done_marker: bool
+    """A `[DONE]` sentinel was seen (Chat-style streams end with it)."""
+
+
+def looks_like_stream(body: bytes) -> bool:
+    """True for SSE text, a JSON array, or JSON lines (a whole object on the first line and
+    more after it). A pretty-printed single body has `{` alone on its first line: not a stream.
+    """
+    if body.startswith(SSE_STARTS) or body.startswith(b"["):
+        return True
+    if not body.startswith(b"{"):
+        return False
+    first_end = body.find(b"\n")
+    if first_end < 0 or not body[first_end:].strip():
+        return False
+    first_line = body[:first_end].strip()
+    if not first_line.endswith(b"}"):
+        return False
+    try:
+        msgspec.json.decode(first_line, type=RawObject)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return True
+
+
+def frame(body: bytes) -> Framed:
+    """Split a (stripped) recorded stream into its chunks."""
+    if body.startswith(SSE_STARTS):
+        return _server_sent_events(body)
+    if body.startswith(b"["):
+        return _json_array(body)
+    return _json_lines(body)
+
+
+def _server_sent_events(body: bytes) -> Framed:
+    chunks: list[Chunk] = []
+    done = False
+    event: str | None = None
+    data_lines: list[bytes] = []
+
+    def dispatch() -> None:
+        nonlocal done
+        for data in _event_payloads(data_lines):
+            if data.strip() == DONE:
+                done = True
+            elif data.strip():
+                chunks.append(Chunk(len(chunks), event, data))
+
+    for line in _LINE_BREAK.split(body):
+        if not line:
+            dispatch()
+            event, data_lines = None, []
+            continue
+        if line.startswith(b":"):
+            continue  # a comment: keep-alive padding
+        field, _, value = line.partition(b":")
+        if value.startswith(b" "):
+            value = value[1:]
+        if field == b"data":
+            data_lines.append(value)
+        elif field == b"event":
+            event = value.decode("utf-8", "replace").strip()
+    dispatch()
+    return Framed(chunks, done)
+
+
+def _event_payloads(data_lines: list[bytes]) -> list[bytes]:
+    """An event's data: its lines joined with LF, as the SSE spec says.
+
+    Some recorders drop the blank line between events, leaving several complete JSON values
+    in one event; when every line is one, each is its own chunk.
+    """
+    if len(data_lines) <= 1:
+        return data_lines
+    joined = b"\n".join(data_lines)
+    if _is_json(joined) or not all(_is_json(line) for line in data_lines):
+        return [joined]
+    return data_lines
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        msgspec.json.decode(data, type=msgspec.Raw)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return True
+
+
+def _json_lines(body: bytes) -> Framed:
+    chunks: list[Chunk] = []
+    done = False
+    for line in body.split(b"\n"):
+        data = line.strip()
+        if data == DONE:
+            done = True
+        elif data:
+            chunks.append(Chunk(len(chunks), None, data))
+    return Framed(chunks, done)
+
+
+def _json_array(body: bytes) -> Framed:
+    try:
+        items = msgspec.json.decode(body, type=list[msgspec.Raw])
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return Framed(
+            [Chunk(index, None, data) for index, data in enumerate(_array_items(body))], False
+        )
+    return Framed([Chunk(index, None, bytes(item)) for index, item in enumerate(items)], False)
+
+
+def _array_items(body: bytes) -> list[bytes]:
+    """The top-level items of a JSON array that may be cut short or hold a bad item."""
+    items: list[bytes] = []
+    depth = 0
+    start = -1
+    for token in _ARRAY_TOKEN.finditer(body, 1):
+        first = token.group()[:1]
+        if first in (b"{", b"["):
+            if depth == 0:
+                start = token.start()
+            depth += 1
+        elif first in (b"}", b"]"):
+            depth -= 1
+            if depth < 0:
+                break  # the array's own closing bracket
+            if depth == 0:
+                items.append(body[start : token.end()])
+                start = -1
+    if start >= 0:
+        items.append(body[start:])
+    return items
