@@ -86,3 +86,17 @@ def test_output_items_can_be_read_one_by_one() -> None:
         "b",
         "output[1].content",
     )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"output": [{"type": "message", "content": [{"type": "output_text", "text": "\xff"}]}]}',
+        b'{"output": [{"type": "reasoning", "id": "\xfe", "summary": []}]}',
+    ],
+    ids=["inside-a-part", "inside-an-item"],
+)
+def test_invalid_utf8_anywhere_is_not_json_not_a_crash(body: bytes) -> None:
+    with pytest.raises(thoughtline.NormalizeError) as raised:
+        thoughtline.normalize(body, "openai_responses")
+    assert raised.value.reason == "not_json"

@@ -19,14 +19,18 @@ The finish reason comes from `status`; for an `incomplete` response the native v
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Final
 
 import msgspec
 
+from thoughtline.errors import NormalizeError
 from thoughtline.normalize.compose import (
     Turn,
     build_record,
     decode,
+    decode_part,
+    decoder_for,
     join_blocks,
     malformed,
     present,
@@ -115,11 +119,6 @@ BUILT_IN_ITEM_TYPES: Final = frozenset(
 """Item types the API documents that hold no text and no function call: kept, not flagged."""
 
 _OUTPUT_PATH: Final = "output"
-_ITEM_DECODER: Final = msgspec.json.Decoder(OutputItem)
-_PARTS_DECODER: Final = msgspec.json.Decoder(list[ContentPart])
-_PART_DECODER: Final = msgspec.json.Decoder(ContentPart)
-_RAW_LIST_DECODER: Final = msgspec.json.Decoder(list[msgspec.Raw])
-_USAGE_DECODER: Final = msgspec.json.Decoder(_Usage)
 
 
 class OutputReading(msgspec.Struct):
@@ -160,10 +159,8 @@ def read_turn(response: ResponseView) -> Turn:
 
 def read_item(raw_item: msgspec.Raw, path: str, turn: Turn, reading: OutputReading) -> None:
     """Read one output item (already appended to `replay_parts` by the caller)."""
-    try:
-        item = _ITEM_DECODER.decode(raw_item)
-    except msgspec.ValidationError:  # not an object at all
-        turn.detections.append(malformed("unknown_part", path))
+    item = decode_part(raw_item, OutputItem, path, turn.detections)
+    if item is None:
         return
     if item.type == "reasoning":
         _read_reasoning(item, path, turn.detections, reading)
@@ -203,10 +200,12 @@ def finish_reason(native: str, *, refused: bool) -> FinishReason:
 def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
     """DESIGN §3 from Responses usage: `input_tokens` already holds the cached ones."""
     try:
-        usage = _USAGE_DECODER.decode(raw_usage)
+        usage = decoder_for(_Usage).decode(raw_usage)
     except msgspec.ValidationError:
         detections.append(malformed("invalid_usage", "usage"))
         return Usage()
+    except msgspec.DecodeError as error:  # invalid UTF-8 inside: the body is not JSON
+        raise NormalizeError("not_json", f"usage: {error}") from error
     input_details, output_details = usage.input_tokens_details, usage.output_tokens_details
     return Usage(
         input_tokens=usage.input_tokens,
@@ -273,34 +272,17 @@ def _read_function_call(item: OutputItem, path: str, turn: Turn) -> None:
 
 def _parts(
     raw_parts: msgspec.Raw, path: str, detections: list[Detection]
-) -> list[tuple[str, ContentPart]]:
-    """The parts of a content or summary list with their paths; a non-list is a detection."""
+) -> Iterator[tuple[str, ContentPart]]:
+    """The usable parts of a content or summary list with their paths, lazily, so that
+    detections for unusable parts fall in order among the caller's own."""
     if not present(raw_parts):
-        return []
-    try:  # the usual case: one decode of the whole list
-        parts = _PARTS_DECODER.decode(raw_parts)
-    except msgspec.ValidationError:
-        return _parts_one_by_one(raw_parts, path, detections)
-    return [(f"{path}[{index}]", part) for index, part in enumerate(parts)]
-
-
-def _parts_one_by_one(
-    raw_parts: msgspec.Raw, path: str, detections: list[Detection]
-) -> list[tuple[str, ContentPart]]:
-    try:
-        raw_list = _RAW_LIST_DECODER.decode(raw_parts)
-    except msgspec.ValidationError:  # not a list at all
-        detections.append(malformed("unknown_part", path))
-        return []
-    parts: list[tuple[str, ContentPart]] = []
-    for index, raw_part in enumerate(raw_list):
-        try:
-            part = _PART_DECODER.decode(raw_part)
-        except msgspec.ValidationError:
-            # Not an object: a part of no type, which the caller reports in order.
-            part = ContentPart()
-        parts.append((f"{path}[{index}]", part))
-    return parts
+        return
+    raw_list = decode_part(raw_parts, list[msgspec.Raw], path, detections)
+    for index, raw_part in enumerate(raw_list or ()):
+        part_path = f"{path}[{index}]"
+        part = decode_part(raw_part, ContentPart, part_path, detections)
+        if part is not None:
+            yield part_path, part
 
 
 def _string(value: Any) -> str | None:
