@@ -70,11 +70,12 @@ class _Error(msgspec.Struct):
 
 
 class _Message(msgspec.Struct):
-    type: str | None = None
-    id: str | None = None
-    model: str | None = None
+    # Metadata of the wrong type reads as absent rather than rejecting a usable answer.
+    type: Any = None
+    id: Any = None
+    model: Any = None
     content: list[msgspec.Raw] | None = None
-    stop_reason: str | None = None
+    stop_reason: Any = None
     usage: msgspec.Raw = msgspec.Raw()
     error: _Error | None = None
 
@@ -120,14 +121,15 @@ def read_turn(message: _Message) -> Turn:
     if message.content is None:
         raise NormalizeError("invalid_payload", "anthropic message has no `content` list")
     turn = Turn(
-        model=message.model,
-        response_id=message.id,
+        model=string_or_none(message.model),
+        response_id=string_or_none(message.id),
         visible_path=_CONTENT_PATH,
         usage_path="usage",
     )
-    if message.stop_reason is not None:
-        turn.native_finish_reason = message.stop_reason
-        turn.finish_reason = _FINISH_REASON_MAP.get(message.stop_reason, "other")
+    stop_reason = string_or_none(message.stop_reason)
+    if stop_reason is not None:
+        turn.native_finish_reason = stop_reason
+        turn.finish_reason = _FINISH_REASON_MAP.get(stop_reason, "other")
     if present(message.usage):
         turn.native_usage = message.usage
         turn.usage = read_usage(message.usage, turn.detections)
@@ -230,6 +232,10 @@ def _read_tool_use(block: _Block, path: str, turn: Turn) -> None:
     arguments = {} if block.input is UNSET or block.input is None else block.input
     arguments = tool_arguments(arguments, f"{path}.input", turn.detections)
     turn.tool_calls.append(ToolCall(id=call_id, name=block.name, arguments=arguments))
+
+
+def string_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def is_filled_string(raw: msgspec.Raw) -> bool:

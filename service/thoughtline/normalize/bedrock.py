@@ -25,7 +25,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize.anthropic import is_filled_string
+from thoughtline.normalize.anthropic import is_filled_string, string_or_none
 from thoughtline.normalize.compose import (
     Turn,
     build_record,
@@ -116,7 +116,7 @@ class _Output(msgspec.Struct):
 
 
 class _PromptRouter(msgspec.Struct):
-    invokedModelId: str | None = None  # noqa: N815
+    invokedModelId: Any = None  # noqa: N815
 
 
 class _Trace(msgspec.Struct):
@@ -124,11 +124,12 @@ class _Trace(msgspec.Struct):
 
 
 class _Response(msgspec.Struct):
+    # Metadata of the wrong type reads as absent rather than rejecting a usable answer.
     output: _Output | None = None
-    stopReason: str | None = None  # noqa: N815
+    stopReason: Any = None  # noqa: N815
     usage: msgspec.Raw = msgspec.Raw()
-    trace: _Trace | None = None
-    modelId: str | None = None  # noqa: N815
+    trace: msgspec.Raw = msgspec.Raw()
+    modelId: Any = None  # noqa: N815
 
 
 _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
@@ -150,6 +151,7 @@ _REASONING_TEXT_DECODER: Final = msgspec.json.Decoder(_ReasoningText)
 _TOOL_USE_DECODER: Final = msgspec.json.Decoder(_ToolUse)
 _CITATIONS_DECODER: Final = msgspec.json.Decoder(_CitationsContent)
 _USAGE_DECODER: Final = msgspec.json.Decoder(_Usage)
+_TRACE_DECODER: Final = msgspec.json.Decoder(_Trace)
 
 
 def normalize(
@@ -169,9 +171,10 @@ def read_turn(response: _Response) -> Turn:
             "invalid_payload", "bedrock converse response has no `output.message.content`"
         )
     turn = Turn(model=model_of(response), visible_path=_CONTENT_PATH, usage_path="usage")
-    if response.stopReason is not None:
-        turn.native_finish_reason = response.stopReason
-        turn.finish_reason = _FINISH_REASON_MAP.get(response.stopReason, "other")
+    stop_reason = string_or_none(response.stopReason)
+    if stop_reason is not None:
+        turn.native_finish_reason = stop_reason
+        turn.finish_reason = _FINISH_REASON_MAP.get(stop_reason, "other")
     if present(response.usage):
         turn.native_usage = response.usage
         turn.usage = read_usage(response.usage, turn.detections)
@@ -180,10 +183,10 @@ def read_turn(response: _Response) -> Turn:
 
 
 def model_of(response: _Response) -> str | None:
-    router = response.trace.promptRouter if response.trace is not None else None
-    if router is not None and router.invokedModelId is not None:
-        return router.invokedModelId
-    return response.modelId
+    trace = _convert(response.trace, _TRACE_DECODER) if present(response.trace) else None
+    router = trace.promptRouter if trace is not None else None
+    routed = string_or_none(router.invokedModelId) if router is not None else None
+    return routed if routed is not None else string_or_none(response.modelId)
 
 
 def is_anthropic_model(model: str | None) -> bool:

@@ -1,0 +1,153 @@
+"""The Bedrock Converse finish-reason, usage and signed-model mappings as tables (a new case is
+one line), and the payloads that yield nothing usable."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import thoughtline
+from thoughtline import NormalizeError, Usage
+
+_TEXT = {"text": "x"}
+_TOOL_USE = {"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}}
+_UNSIGNED = {"reasoningContent": {"reasoningText": {"text": "thinking"}}}
+
+
+def _normalize(content: list[Any] | None = None, **fields: Any) -> thoughtline.Record:
+    message = {"role": "assistant", "content": [_TEXT] if content is None else content}
+    body = {"output": {"message": message}, "stopReason": "end_turn", **fields}
+    return thoughtline.normalize(json.dumps(body).encode(), "bedrock_converse")
+
+
+# stopReason, content blocks, finish_reason, native_finish_reason
+FINISH_REASONS: list[tuple[Any, list[Any], str | None, str | None]] = [
+    ("end_turn", [_TEXT], "stop", "end_turn"),
+    ("stop_sequence", [_TEXT], "stop", "stop_sequence"),
+    ("max_tokens", [_TEXT], "length", "max_tokens"),
+    ("model_context_window_exceeded", [_TEXT], "length", "model_context_window_exceeded"),
+    ("tool_use", [_TEXT, _TOOL_USE], "tool_calls", "tool_use"),
+    ("guardrail_intervened", [_TEXT], "content_filter", "guardrail_intervened"),
+    ("content_filtered", [_TEXT], "content_filter", "content_filtered"),
+    ("malformed_model_output", [_TEXT], "error", "malformed_model_output"),
+    ("malformed_tool_use", [_TEXT], "error", "malformed_tool_use"),
+    ("a_new_reason", [_TEXT], "other", "a_new_reason"),
+    ("end_turn", [_TOOL_USE], "tool_calls", "end_turn"),  # a normal stop with calls
+    ("max_tokens", [_TOOL_USE], "length", "max_tokens"),  # cut off: not a normal stop
+    (None, [_TEXT], None, None),
+    (7, [_TEXT], None, None),  # not a string: no reason at all, the answer still reads
+]
+
+
+@pytest.mark.parametrize(("stop_reason", "content", "finish", "native"), FINISH_REASONS)
+def test_finish_reason_map(
+    stop_reason: Any, content: list[Any], finish: str | None, native: str | None
+) -> None:
+    record = _normalize(content, stopReason=stop_reason)
+    assert (record.finish_reason, record.native_finish_reason) == (finish, native)
+
+
+_CACHED = {
+    "inputTokens": 5,
+    "outputTokens": 50,
+    "totalTokens": 1055,
+    "cacheReadInputTokens": 900,
+    "cacheWriteInputTokens": 100,
+}
+_OLDER_NAMES = {
+    "inputTokens": 5,
+    "outputTokens": 50,
+    "totalTokens": 1055,
+    "cacheReadInputTokenCount": 900,
+    "cacheWriteInputTokenCount": 100,
+}
+
+_PLAIN = {"inputTokens": 10, "outputTokens": 20, "totalTokens": 30}
+_GAP = ["usage_inconsistent"]
+_INVALID = ["invalid_usage"]
+
+# usage object, expected usage, expected detection codes
+USAGES: list[tuple[Any, Usage, list[str]]] = [
+    (_PLAIN, Usage(10, 20, None, None, 30), []),
+    (_CACHED, Usage(1005, 50, None, 900, 1055), []),
+    (_OLDER_NAMES, Usage(1005, 50, None, 900, 1055), []),
+    # Both names: the documented one wins (so this total no longer adds up).
+    ({**_OLDER_NAMES, **_CACHED, "cacheReadInputTokens": 0}, Usage(105, 50, None, 0, 1055), _GAP),
+    ({**_CACHED, "cacheWriteInputTokens": 0, "totalTokens": 955},
+     Usage(905, 50, None, 900, 955), []),
+    # A total that leaves the cache out is not what AWS documents: flagged, kept as given.
+    ({**_CACHED, "totalTokens": 55}, Usage(1005, 50, None, 900, 55), _GAP),
+    ({**_PLAIN, "totalTokens": 31}, Usage(10, 20, None, None, 31), _GAP),
+    ({"inputTokens": 10, "outputTokens": 20}, Usage(10, 20, None, None, 30), []),
+    ({"outputTokens": 5}, Usage(None, 5, None, None, None), []),
+    ({}, Usage(None, None, None, None, None), []),
+    (None, Usage(None, None, None, None, None), []),
+    ({"inputTokens": "10", "outputTokens": 5}, Usage(), _INVALID),
+    ({"inputTokens": 1.5, "outputTokens": 5}, Usage(), _INVALID),
+    ({"inputTokens": 1, "outputTokens": 5, "cacheReadInputTokens": False}, Usage(), _INVALID),
+    ("not an object", Usage(), _INVALID),
+]
+
+
+@pytest.mark.parametrize(("usage", "expected", "codes"), USAGES)
+def test_usage_map(usage: Any, expected: Usage, codes: list[str]) -> None:
+    record = _normalize(usage=usage)
+    assert record.usage == expected
+    assert [detection.code for detection in record.detections] == codes
+    native = None if usage is None else json.loads(bytes(record.native_usage or b"null"))
+    assert native == usage  # the raw usage object is kept, whatever its shape
+
+
+_CLAUDE_MODEL = "anthropic.claude-sonnet-4-20250514-v1:0"
+_CLAUDE_PROFILE = "us.anthropic.claude-3-7-sonnet-20250219-v1:0"
+_CLAUDE_ARN = (
+    "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-5-sonnet-20240620-v1:0"
+)
+
+# extra top-level fields, the record's model, whether unsigned reasoning is flagged
+SIGNED_MODELS: list[tuple[dict[str, Any], str | None, bool]] = [
+    ({}, None, False),  # a Converse body names no model: DeepSeek-R1 and others sign nothing
+    ({"modelId": _CLAUDE_MODEL}, _CLAUDE_MODEL, True),
+    ({"modelId": _CLAUDE_PROFILE}, _CLAUDE_PROFILE, True),
+    ({"trace": {"promptRouter": {"invokedModelId": _CLAUDE_ARN}}}, _CLAUDE_ARN, True),
+    (
+        {"trace": {"promptRouter": {"invokedModelId": _CLAUDE_ARN}}, "modelId": "x.router"},
+        _CLAUDE_ARN,
+        True,
+    ),  # the model the router actually invoked wins
+    ({"modelId": "us.deepseek.r1-v1:0"}, "us.deepseek.r1-v1:0", False),
+    ({"modelId": "amazon.nova-pro-v1:0"}, "amazon.nova-pro-v1:0", False),
+    ({"trace": {"promptRouter": "not an object"}, "modelId": _CLAUDE_MODEL}, _CLAUDE_MODEL, True),
+    ({"trace": {"guardrail": {"modelOutput": ["x"]}}}, None, False),
+    ({"modelId": 7}, None, False),
+]
+
+
+@pytest.mark.parametrize(("extra", "model", "flagged"), SIGNED_MODELS)
+def test_only_known_anthropic_models_must_sign_reasoning(
+    extra: dict[str, Any], model: str | None, flagged: bool
+) -> None:
+    record = _normalize([_UNSIGNED, _TEXT], **extra)
+    assert record.model == model
+    assert record.thinking == "thinking"
+    codes = [detection.code for detection in record.detections]
+    assert codes == (["missing_signature"] if flagged else [])
+
+
+# body, reason of the NormalizeError
+UNUSABLE: list[tuple[bytes, str]] = [
+    (b'{"stopReason": "end_turn", "usage": {"inputTokens": 1}}', "invalid_payload"),
+    (b'{"output": {}, "stopReason": "end_turn"}', "invalid_payload"),
+    (b'{"output": {"message": {"role": "assistant"}}}', "invalid_payload"),
+    (b'{"output": {"message": {"content": "text"}}, "stopReason": "end_turn"}', "invalid_payload"),
+    (b'{"output": {"message": {"content": [', "not_json"),
+]
+
+
+@pytest.mark.parametrize(("body", "reason"), UNUSABLE)
+def test_payloads_with_nothing_usable_are_clear_errors(body: bytes, reason: str) -> None:
+    with pytest.raises(NormalizeError) as raised:
+        thoughtline.normalize(body, "bedrock_converse")
+    assert raised.value.reason == reason
