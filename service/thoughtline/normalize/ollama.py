@@ -64,8 +64,10 @@ def normalize(
 ) -> Record:
     """One `/api/chat` or `/api/generate` response body -> the record."""
     response = decode(payload, ResponseView, "ollama response")
+    # The replay part of `/api/generate` is the body as a JSON value: no whitespace around it.
+    body = payload if payload[-1:] == b"}" else payload.strip()
     return build_record(
-        read_turn(response, msgspec.Raw(payload)),
+        read_turn(response, msgspec.Raw(body)),
         format=FORMAT,
         provider=PROVIDER,
         record_id=record_id,
