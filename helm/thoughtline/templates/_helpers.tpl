@@ -76,19 +76,20 @@ Empty when the key has none.
 {{- if gt (len $opening) 2 }}{{ $opening }}{{ end }}
 {{- end }}
 
-{{/* Fail unless every stream shares one hash tag: one MULTI touches them all (DESIGN §5). */}}
+{{/*
+Fail at render time, not at pod start, unless every stream shares one hash tag: one atomic
+step touches them all (DESIGN §5), and the worker refuses to start otherwise.
+*/}}
 {{- define "thoughtline.checkHashTags" -}}
-{{- if .Values.config.requireCommonHashTag }}
 {{- $config := .Values.config }}
 {{- $expected := include "thoughtline.hashTag" $config.inputStream }}
 {{- if not $expected }}
-{{- fail (printf "config.inputStream %q has no {hash tag}; Redis Cluster needs one (or set config.requireCommonHashTag=false)" $config.inputStream) }}
+{{- fail (printf "config.inputStream %q has no {hash tag}: the worker requires one" $config.inputStream) }}
 {{- end }}
 {{- range $key := list "outputStream" "deadStream" "deltasStream" }}
 {{- $stream := get $config $key }}
 {{- if ne (include "thoughtline.hashTag" $stream) $expected }}
-{{- fail (printf "config.%s %q must carry the hash tag %s of config.inputStream (or set config.requireCommonHashTag=false)" $key $stream $expected) }}
-{{- end }}
+{{- fail (printf "config.%s %q must carry the hash tag %s of config.inputStream" $key $stream $expected) }}
 {{- end }}
 {{- end }}
 {{- end }}
