@@ -1,0 +1,60 @@
+"""Every peer think-tag case through the whole Chat pipeline, as the peers README builds it.
+
+`shared/peers/think-tags/*.jsonl`: for each case, a minimal `chat.completion` whose
+`message.content` is the case's text (its chunks joined), plus `reasoning_content` where the
+case carries `native_reasoning_content`; our `thinking` and `content` must be the case's
+`ours_reasoning` / `ours_content` (null and "" equal, as that README says). The one case with
+native reasoning exercises DESIGN §4.4: native, one LF, inline.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import thoughtline
+
+PEERS = Path(__file__).resolve().parents[3] / "shared" / "peers" / "think-tags"
+
+
+def _cases() -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for table in sorted(PEERS.glob("*.jsonl"))
+        for line in table.read_text().splitlines()
+        if line.strip()
+    ]
+
+
+CASES = _cases()
+
+
+def _completion(case: dict[str, Any]) -> bytes:
+    text = case["input"] if case["input"] is not None else "".join(case["chunks"])
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if "native_reasoning_content" in case:
+        message["reasoning_content"] = case["native_reasoning_content"]
+    body = {
+        "id": "peer-case",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+    }
+    return json.dumps(body).encode()
+
+
+def test_the_peer_tables_are_all_here() -> None:
+    assert len(CASES) == 141
+    assert sum("native_reasoning_content" in case for case in CASES) == 1
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c['peer']}:{c['source'][-50:]}" for c in CASES])
+def test_peer_case_through_chat_gives_our_reading(case: dict[str, Any]) -> None:
+    record = thoughtline.normalize(_completion(case))  # detected as Chat
+
+    assert record.format == "openai_chat"
+    assert (record.thinking or None) == (case["ours_reasoning"] or None)
+    assert record.content == (case["ours_content"] or "")
