@@ -119,3 +119,25 @@ def test_error_message_names_the_error_type_only() -> None:
         thoughtline.normalize(body, "anthropic")
     assert "overloaded_error" in str(raised.value)
     assert "secret" not in str(raised.value)
+
+
+# tool_use block fields, the record's tool calls as (id, name, arguments), detection codes
+TOOL_USES: list[tuple[dict[str, Any], list[tuple[Any, str, Any]], list[str]]] = [
+    ({"id": "t", "name": "f", "input": {"a": [1]}}, [("t", "f", {"a": [1]})], []),
+    ({"id": "t", "name": "f"}, [("t", "f", {})], []),
+    ({"id": "t", "name": "f", "input": None}, [("t", "f", {})], []),
+    ({"id": 5, "name": "f", "input": "[1, 2]"}, [(None, "f", [1, 2])], []),
+    ({"id": "t", "name": "f", "input": "{"}, [("t", "f", "{")], ["tool_arguments_not_json"]),
+    ({"id": "t", "name": "", "input": {}}, [], ["invalid_tool_call"]),
+    ({"id": "t", "name": 5, "input": {}}, [], ["invalid_tool_call"]),
+    ({"id": "t", "input": {}}, [], ["invalid_tool_call"]),
+]
+
+
+@pytest.mark.parametrize(("fields", "calls", "codes"), TOOL_USES)
+def test_tool_use_map(
+    fields: dict[str, Any], calls: list[tuple[Any, str, Any]], codes: list[str]
+) -> None:
+    record = _normalize(content=[{"type": "tool_use", **fields}], stop_reason="tool_use")
+    assert [(call.id, call.name, call.arguments) for call in record.tool_calls] == calls
+    assert [detection.code for detection in record.detections] == codes

@@ -151,3 +151,24 @@ def test_payloads_with_nothing_usable_are_clear_errors(body: bytes, reason: str)
     with pytest.raises(NormalizeError) as raised:
         thoughtline.normalize(body, "bedrock_converse")
     assert raised.value.reason == reason
+
+
+# toolUse member, the record's tool calls as (id, name, arguments), detection codes
+TOOL_USES: list[tuple[Any, list[tuple[Any, str, Any]], list[str]]] = [
+    ({"toolUseId": "t", "name": "f", "input": {"a": [1]}}, [("t", "f", {"a": [1]})], []),
+    ({"toolUseId": "t", "name": "f"}, [("t", "f", {})], []),
+    ({"toolUseId": "t", "name": "f", "input": None}, [("t", "f", {})], []),
+    ({"name": "f", "input": "[1, 2]"}, [(None, "f", [1, 2])], []),
+    ({"toolUseId": "t", "name": "f", "input": "{"}, [("t", "f", "{")], ["tool_arguments_not_json"]),
+    ({"toolUseId": "t", "name": "", "input": {}}, [], ["invalid_tool_call"]),
+    ({"toolUseId": "t", "name": 5, "input": {}}, [], ["invalid_tool_call"]),
+    ({"toolUseId": "t", "input": {}}, [], ["invalid_tool_call"]),
+    ("not an object", [], ["invalid_tool_call"]),
+]
+
+
+@pytest.mark.parametrize(("tool_use", "calls", "codes"), TOOL_USES)
+def test_tool_use_map(tool_use: Any, calls: list[tuple[Any, str, Any]], codes: list[str]) -> None:
+    record = _normalize([{"toolUse": tool_use}], stopReason="tool_use")
+    assert [(call.id, call.name, call.arguments) for call in record.tool_calls] == calls
+    assert [detection.code for detection in record.detections] == codes
