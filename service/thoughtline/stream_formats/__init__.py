@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from thoughtline.stream_formats import anthropic, gemini
+from thoughtline.stream_formats import (
+    anthropic,
+    bedrock,
+    gemini,
+    ollama,
+    openai_chat,
+    openai_responses,
+)
 from thoughtline.stream_formats.base import Assembly, Chunk
 
 Assembler = Callable[[Sequence[Chunk], bool], Assembly]
@@ -17,6 +24,11 @@ Assembler = Callable[[Sequence[Chunk], bool], Assembly]
 ASSEMBLERS: Final[dict[str, Assembler]] = {
     "gemini": gemini.assemble,
     "anthropic": anthropic.assemble,
+    "openai_chat": openai_chat.assemble,
+    "mistral": openai_chat.assemble,
+    "openai_responses": openai_responses.assemble,
+    "bedrock_converse": bedrock.assemble,
+    "ollama": ollama.assemble,
 }
 
 __all__ = ["ASSEMBLERS", "Assembler"]

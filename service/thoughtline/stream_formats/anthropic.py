@@ -33,6 +33,7 @@ from thoughtline.stream_formats.base import (
     decode_chunk,
     encode,
     error_code,
+    json_or_string,
     merge_last_wins,
     read_object,
     read_string,
@@ -90,7 +91,7 @@ class _Block:
         for key, value in self.strings.items():
             fields[key] = value.value()
         if self.partial_json:
-            fields["input"] = _input("".join(self.partial_json))
+            fields["input"] = json_or_string("".join(self.partial_json))
         if self.citations:
             fields["citations"] = self.citations
         return encode(fields)
@@ -201,17 +202,6 @@ def _apply_delta(chunk: Chunk, event: _Event, state: _State, assembly: Assembly)
     else:
         assembly.detections.append(malformed("unknown_part", chunk_path(chunk, "delta")))
     return Piece()
-
-
-def _input(partial_json: str) -> Any:
-    """The tool input as the JSON the stream spelled out, or the string when it is not JSON
-    (the format module then reports `tool_arguments_not_json`)."""
-    data = partial_json.encode()
-    try:
-        msgspec.json.decode(data)
-    except (msgspec.DecodeError, RecursionError):
-        return partial_json
-    return msgspec.Raw(data)
 
 
 def _body(state: _State, assembly: Assembly) -> bytes:

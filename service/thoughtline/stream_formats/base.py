@@ -10,7 +10,7 @@ each chunk, the text it added (`Piece`, for deltas). Objects are handled as
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Final, NamedTuple, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
 
@@ -119,6 +119,17 @@ def read_int(raw: msgspec.Raw | None) -> int | None:
 def encode(value: object) -> msgspec.Raw:
     """A rebuilt value as raw JSON (strings escaped by msgspec, raw values copied as is)."""
     return msgspec.Raw(msgspec.json.encode(value))
+
+
+def json_or_string(text: str) -> Any:
+    """Streamed tool arguments as the JSON they spell out, or the string when they are not
+    JSON (the format module then reports `tool_arguments_not_json`)."""
+    data = text.encode()
+    try:
+        msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return text
+    return msgspec.Raw(data)
 
 
 def merge_last_wins(target: RawObject, source: RawObject, skip: frozenset[str]) -> None:

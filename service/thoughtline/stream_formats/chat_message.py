@@ -1,0 +1,242 @@
+"""One Chat Completions `message` rebuilt from the `delta` objects of its stream.
+
+Rules (https://platform.openai.com/docs/api-reference/chat-streaming, the OpenRouter and
+Mistral stream docs): string fields that stream (`content`, `reasoning_content`, `reasoning`,
+`refusal`) concatenate; tool calls and OpenRouter `reasoning_details` entries merge by their
+`index`, their `arguments` / `text` / `summary` concatenating and every other value (ids,
+`signature`, `data`, `format`) taken whole, so a signature-only last entry lands on the entry
+it signs; a Mistral `content` list keeps its chunks in order, consecutive `text` chunks and
+consecutive `thinking` chunks merging into one. Other fields keep their first position and
+their last value. The message is written in the non-streamed shape (no tool-call `index`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from thoughtline.normalize.compose import present
+from thoughtline.stream_formats.base import (
+    RawObject,
+    TextField,
+    encode,
+    read_int,
+    read_list,
+    read_object,
+    read_string,
+)
+
+STREAMED_STRINGS: Final = ("content", "reasoning_content", "reasoning", "refusal")
+REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
+_DETAIL_TEXTS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
+_STREAM_ONLY_CALL_FIELDS: Final = frozenset({"index"})
+_CONCATENATED: Final = frozenset({"text", "summary", "arguments"})
+
+
+class MergedObject:
+    """An object merged from fragments: listed keys concatenate, the rest last-non-empty wins."""
+
+    def __init__(self, fields: RawObject) -> None:
+        self.fields: dict[str, Any] = {}
+        self.strings: dict[str, TextField] = {}
+        self.children: dict[str, MergedObject] = {}
+        self.add(fields)
+
+    def add(self, fields: RawObject) -> None:
+        for key, raw in fields.items():
+            child = read_object(raw) if key == "function" else None
+            if child is not None:
+                self.fields.setdefault(key, None)
+                if key in self.children:
+                    self.children[key].add(child)
+                else:
+                    self.children[key] = MergedObject(child)
+                continue
+            text = read_string(raw) if key in _CONCATENATED else None
+            if text is not None:
+                self.fields.setdefault(key, None)
+                self.strings.setdefault(key, TextField()).add(raw, text)
+            elif key not in self.fields or _filled(raw):
+                self.fields[key] = raw
+
+    def text(self, key: str) -> str:
+        field = self.strings.get(key)
+        return field.text() if field is not None else ""
+
+    def value(self, drop: frozenset[str] = frozenset()) -> msgspec.Raw:
+        result: dict[str, Any] = {}
+        for key, raw in self.fields.items():
+            if key in drop:
+                continue
+            if key in self.children:
+                result[key] = self.children[key].value()
+            elif key in self.strings:
+                result[key] = self.strings[key].value()
+            else:
+                result[key] = raw
+        return encode(result)
+
+
+def _filled(raw: msgspec.Raw) -> bool:
+    return present(raw) and bytes(raw) != b'""'
+
+
+class ContentRun:
+    """One chunk of a list `content`: merged text, merged thinking, or a chunk kept whole."""
+
+    def __init__(self, kind: str, fields: RawObject | None, raw: msgspec.Raw) -> None:
+        self.kind = kind  # "text", "thinking" or "other"
+        self.fields = fields or {}
+        self.raw = raw
+        self.text = TextField()
+        self.item_fields: RawObject = {}
+
+    def part(self) -> msgspec.Raw:
+        if self.kind == "other":
+            return self.raw
+        fields: dict[str, Any] = dict(self.fields)
+        if self.kind == "text":
+            fields["text"] = self.text.value()
+        else:
+            item: dict[str, Any] = dict(self.item_fields or {"type": encode("text")})
+            item["text"] = self.text.value()
+            fields["thinking"] = [item]
+        return encode(fields)
+
+
+class MessageAssembler:
+    """Merges the deltas of choice 0 into one message, and tells what each delta added."""
+
+    def __init__(self) -> None:
+        self.order: dict[str, None] = {}
+        self.strings: dict[str, TextField] = {}
+        self.nulls: set[str] = set()
+        self.runs: list[ContentRun] = []
+        self.content_is_list = False
+        self.tool_calls: dict[int, MergedObject] = {}
+        self.details: dict[tuple[Any, ...], MergedObject] = {}
+        self.others: RawObject = {}
+
+    def add(self, delta: RawObject) -> list[tuple[str, Any, str]]:
+        """Merge one delta; return what it added as (source, block, text) triples."""
+        added: list[tuple[str, Any, str]] = []
+        for key, raw in delta.items():
+            self.order.setdefault(key, None)
+            if key == "content" and bytes(raw)[:1] == b"[":
+                added.extend(self._add_content_list(read_list(raw)))
+            elif key in STREAMED_STRINGS:
+                added.extend(self._add_string(key, raw))
+            elif key == "tool_calls":
+                self._add_tool_calls(read_list(raw))
+            elif key == "reasoning_details":
+                added.extend(self._add_details(read_list(raw)))
+            elif key not in self.others or present(raw):
+                self.others[key] = raw
+        return added
+
+    def message(self) -> msgspec.Raw:
+        result: dict[str, Any] = {}
+        for key in self.order:
+            if key == "content" and self.content_is_list:
+                result[key] = [run.part() for run in self.runs]
+            elif key in self.strings:
+                result[key] = self.strings[key].value()
+            elif key == "tool_calls" and self.tool_calls:
+                calls = self.tool_calls.values()
+                result[key] = [call.value(_STREAM_ONLY_CALL_FIELDS) for call in calls]
+            elif key == "reasoning_details" and self.details:
+                result[key] = [detail.value() for detail in self.details.values()]
+            else:
+                result[key] = self.others.get(key, msgspec.Raw(b"null"))
+        return encode(result)
+
+    def _add_string(self, key: str, raw: msgspec.Raw) -> list[tuple[str, Any, str]]:
+        text = read_string(raw)
+        if text is None:
+            if present(raw):  # not a string: kept whole, the format module reports it
+                self.others[key] = raw
+            return []
+        if key == "content" and self.content_is_list:
+            self._text_run(None, raw, text)
+            return [("content", 0, text)]
+        self.strings.setdefault(key, TextField()).add(raw, text)
+        return [(key, key, text)]
+
+    def _add_content_list(self, chunks: list[msgspec.Raw]) -> list[tuple[str, Any, str]]:
+        if not self.content_is_list:
+            self.content_is_list = True
+            earlier = self.strings.pop("content", None)
+            if earlier is not None and earlier.text():
+                self._text_run(None, earlier.value(), earlier.text())
+        added: list[tuple[str, Any, str]] = []
+        for raw_chunk in chunks:
+            fields = read_object(raw_chunk) or {}
+            kind = read_string(fields.get("type"))
+            text = read_string(fields.get("text"))
+            if kind == "text" and text is not None:
+                self._text_run(fields, fields["text"], text)
+                added.append(("content", 0, text))
+            elif kind == "thinking" and _thinking_items(fields) is not None:
+                added.extend(self._thinking_run(fields))
+            else:
+                self.runs.append(ContentRun("other", fields, raw_chunk))
+        return added
+
+    def _text_run(self, fields: RawObject | None, raw: msgspec.Raw, text: str) -> None:
+        if not self.runs or self.runs[-1].kind != "text":
+            self.runs.append(ContentRun("text", fields or {"type": encode("text")}, raw))
+        self.runs[-1].text.add(raw, text)
+
+    def _thinking_run(self, fields: RawObject) -> list[tuple[str, Any, str]]:
+        if not self.runs or self.runs[-1].kind != "thinking":
+            self.runs.append(ContentRun("thinking", fields, msgspec.Raw()))
+        run = self.runs[-1]
+        block = len(self.runs) - 1
+        added: list[tuple[str, Any, str]] = []
+        for item in _thinking_items(fields) or []:
+            text = read_string(item.get("text"))
+            if text is None:
+                continue
+            run.item_fields = run.item_fields or item
+            run.text.add(item["text"], text)
+            added.append(("thinking_chunk", block, text))
+        return added
+
+    def _add_tool_calls(self, calls: list[msgspec.Raw]) -> None:
+        for position, raw_call in enumerate(calls):
+            fields = read_object(raw_call)
+            if fields is None:
+                continue
+            index = read_int(fields.get("index"))
+            key = index if index is not None else len(self.tool_calls) + position
+            if key in self.tool_calls:
+                self.tool_calls[key].add(fields)
+            else:
+                self.tool_calls[key] = MergedObject(fields)
+
+    def _add_details(self, entries: list[msgspec.Raw]) -> list[tuple[str, Any, str]]:
+        added: list[tuple[str, Any, str]] = []
+        for raw_entry in entries:
+            fields = read_object(raw_entry)
+            if fields is None:
+                continue
+            entry_type = read_string(fields.get("type"))
+            index = read_int(fields.get("index"))
+            key = (entry_type, index) if index is not None else ("position", len(self.details))
+            if key in self.details:
+                self.details[key].add(fields)
+            else:
+                self.details[key] = MergedObject(fields)
+            text_field = _DETAIL_TEXTS.get(entry_type or "")
+            text = read_string(fields.get(text_field)) if text_field else None
+            if text:
+                added.append(("reasoning_details", key, text))
+        return added
+
+
+def _thinking_items(fields: RawObject) -> list[RawObject] | None:
+    raw_items = fields.get("thinking")
+    if raw_items is None or bytes(raw_items)[:1] != b"[":
+        return None
+    return [item for item in map(read_object, read_list(raw_items)) if item is not None]

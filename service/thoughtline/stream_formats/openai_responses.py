@@ -1,0 +1,184 @@
+"""OpenAI Responses stream events -> one `response` body.
+
+Follows https://platform.openai.com/docs/api-reference/responses-streaming. The terminal events
+`response.completed`, `response.incomplete` and `response.failed` carry the whole response,
+which is the non-streamed body itself: when one came, it is the body, byte for byte (its
+output items are the replay parts exactly as the stream carried them). `response.failed` and
+the `error` event end the stream with an error.
+
+A stream cut before its terminal event is rebuilt from the last response snapshot
+(`response.created` / `in_progress`) and its items: each `response.output_item.done` item as
+it came, else the `output_item.added` item grown by its deltas (`output_text.delta`,
+`refusal.delta`, `reasoning_summary_text.delta`, `reasoning_text.delta`,
+`function_call_arguments.delta`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+
+from thoughtline.normalize.compose import present
+from thoughtline.stream_formats.base import (
+    Assembly,
+    Chunk,
+    Piece,
+    RawObject,
+    TextField,
+    chunk_path,
+    decode_chunk,
+    encode,
+    error_code,
+    read_list,
+    read_object,
+    read_string,
+)
+
+_TERMINAL: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_SNAPSHOTS: Final = frozenset({"response.created", "response.in_progress", "response.queued"})
+_PART_LISTS: Final = {"content": "content_index", "summary": "summary_index"}
+
+
+class _Event(msgspec.Struct):
+    type: Any = None
+    response: msgspec.Raw = msgspec.Raw()
+    item: msgspec.Raw = msgspec.Raw()
+    part: msgspec.Raw = msgspec.Raw()
+    output_index: Any = None
+    content_index: Any = None
+    summary_index: Any = None
+    delta: Any = None
+    code: Any = None
+
+
+class _Item:
+    """One output item: kept whole once `done`, else rebuilt from its added form and deltas."""
+
+    def __init__(self, fields: RawObject) -> None:
+        self.fields = fields
+        self.done: msgspec.Raw | None = None
+        self.parts: dict[str, dict[int, RawObject]] = {"content": {}, "summary": {}}
+        self.texts: dict[tuple[str, int, str], TextField] = {}
+        self.arguments = TextField()
+
+    def add_text(self, list_name: str, index: int, key: str, text: str) -> None:
+        self.parts[list_name].setdefault(index, {})
+        self.texts.setdefault((list_name, index, key), TextField()).add(encode(text), text)
+
+    def value(self) -> msgspec.Raw:
+        if self.done is not None:
+            return self.done
+        fields: dict[str, Any] = dict(self.fields)
+        for list_name, parts in self.parts.items():
+            if parts:
+                fields[list_name] = [self._part(list_name, i) for i in sorted(parts)]
+        if self.arguments.fragments:
+            fields["arguments"] = self.arguments.value()
+        return encode(fields)
+
+    def _part(self, list_name: str, index: int) -> dict[str, Any]:
+        part: dict[str, Any] = dict(self.parts[list_name][index])
+        for (name, position, key), text in self.texts.items():
+            if (name, position) == (list_name, index):
+                part[key] = text.value()
+        return part
+
+
+class _State:
+    def __init__(self) -> None:
+        self.snapshot: RawObject = {}
+        self.final: msgspec.Raw | None = None
+        self.items: dict[int, _Item] = {}
+
+
+def assemble(chunks: Sequence[Chunk], done_marker: bool) -> Assembly:
+    """The events of one Responses stream -> the non-streamed body, pieces, completeness."""
+    assembly = Assembly(body=b"", pieces=[], complete=False)
+    state = _State()
+    for chunk in chunks:
+        assembly.pieces.append(_read_event(chunk, state, assembly))
+    assembly.complete = state.final is not None and assembly.error_code is None
+    assembly.body = _body(state)
+    return assembly
+
+
+def _read_event(chunk: Chunk, state: _State, assembly: Assembly) -> Piece:
+    event = decode_chunk(chunk, _Event, assembly.detections)
+    if event is None or not isinstance(event.type, str):
+        return Piece()
+    kind = event.type
+    if kind in _SNAPSHOTS:
+        state.snapshot = read_object(event.response) or state.snapshot
+    elif kind in _TERMINAL:
+        state.final = event.response if present(event.response) else None
+        if kind == "response.failed":
+            response = read_object(event.response) or {}
+            assembly.error_code = error_code(response.get("error", msgspec.Raw()))
+            assembly.error_path = chunk_path(chunk, "response.error")
+    elif kind == "error":
+        assembly.error_code = event.code if isinstance(event.code, str) else "error"
+        assembly.error_path = chunk_path(chunk)
+    elif kind.startswith("response.output_item."):
+        _read_item_event(event, state)
+    else:
+        return _read_delta(kind, event, state)
+    return Piece()
+
+
+def _read_item_event(event: _Event, state: _State) -> None:
+    fields = read_object(event.item)
+    if not isinstance(event.output_index, int) or fields is None:
+        return
+    item = state.items.setdefault(event.output_index, _Item(fields))
+    if event.type == "response.output_item.done":
+        item.done = event.item
+
+
+def _read_delta(kind: str, event: _Event, state: _State) -> Piece:
+    item = state.items.get(event.output_index) if isinstance(event.output_index, int) else None
+    if item is None:
+        return Piece()
+    if kind in ("response.content_part.added", "response.reasoning_summary_part.added"):
+        list_name = "content" if kind == "response.content_part.added" else "summary"
+        index = getattr(event, _PART_LISTS[list_name])
+        part = read_object(event.part)
+        if isinstance(index, int) and part is not None:
+            item.parts[list_name].setdefault(index, part)
+        return Piece()
+    text = event.delta if isinstance(event.delta, str) else None
+    if text is None:
+        return Piece()
+    output = event.output_index
+    if kind == "response.output_text.delta" and isinstance(event.content_index, int):
+        item.add_text("content", event.content_index, "text", text)
+        return Piece(text=text)
+    if kind == "response.refusal.delta" and isinstance(event.content_index, int):
+        item.add_text("content", event.content_index, "refusal", text)
+        return Piece(text=text)
+    if kind == "response.reasoning_text.delta" and isinstance(event.content_index, int):
+        item.add_text("content", event.content_index, "text", text)
+        return Piece(thinking=text, block=(output, "content", event.content_index))
+    if kind == "response.reasoning_summary_text.delta" and isinstance(event.summary_index, int):
+        item.add_text("summary", event.summary_index, "text", text)
+        return Piece(thinking=text, block=(output, "summary", event.summary_index))
+    if kind == "response.function_call_arguments.delta":
+        item.arguments.add(encode(text), text)
+    return Piece()
+
+
+def _body(state: _State) -> bytes:
+    items = [state.items[index].value() for index in sorted(state.items)]
+    if state.final is not None:
+        final = read_object(state.final) or {}
+        if read_list(final.get("output")) or not items:
+            return bytes(state.final)
+        fields: dict[str, Any] = dict(final)  # a terminal event without its items
+    else:
+        fields = dict(state.snapshot)
+        fields.pop("usage", None)
+        if read_string(fields.get("object")) is None:
+            fields["object"] = encode("response")
+    fields["output"] = items
+    return msgspec.json.encode(fields)
