@@ -29,6 +29,7 @@ from thoughtline.normalize.compose import (
     Turn,
     build_record,
     decode,
+    decoder_for,
     join_blocks,
     malformed,
     present,
@@ -140,6 +141,8 @@ CONTENT_PATH: Final = f"{MESSAGE_PATH}.content"
 _REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 _DETAIL_TEXT_FIELDS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 _DETAIL_WITHOUT_TEXT: Final = frozenset({"reasoning.encrypted"})
+_RAW_LIST_DECODER: Final = msgspec.json.Decoder(list[msgspec.Raw])
+_CONTENT_DECODER: Final = msgspec.json.Decoder(str | list[msgspec.Raw])
 
 
 def normalize(
@@ -238,7 +241,7 @@ def decode_part(
 ) -> View | None:
     """A list element as its view; one that is not an object is an unknown part."""
     try:
-        return msgspec.json.decode(raw_part, type=view)
+        return decoder_for(view).decode(raw_part)
     except msgspec.ValidationError:
         detections.append(malformed("unknown_part", path))
         return None
@@ -249,7 +252,7 @@ def read_tool_calls(raw_calls: msgspec.Raw, path: str, turn: Turn) -> None:
     if not present(raw_calls):
         return
     try:
-        calls = msgspec.json.decode(raw_calls, type=list[msgspec.Raw])
+        calls = _RAW_LIST_DECODER.decode(raw_calls)
     except msgspec.ValidationError:
         turn.detections.append(malformed("invalid_tool_call", path))
         return
@@ -260,7 +263,7 @@ def read_tool_calls(raw_calls: msgspec.Raw, path: str, turn: Turn) -> None:
 def read_usage(raw_usage: msgspec.Raw, path: str, detections: list[Detection]) -> Usage:
     """prompt/completion/total, reasoning from the completion details, cached from the prompt's."""
     try:
-        usage = msgspec.json.decode(raw_usage, type=UsageView)
+        usage = decoder_for(UsageView).decode(raw_usage)
     except msgspec.ValidationError:
         detections.append(malformed("invalid_usage", path))
         return Usage()
@@ -286,7 +289,7 @@ def _read_content(
     if not present(raw_content):
         return
     try:
-        content = msgspec.json.decode(raw_content, type=str | list[msgspec.Raw])
+        content = _CONTENT_DECODER.decode(raw_content)
     except msgspec.ValidationError:
         texts.detections.append(malformed("text_not_string", CONTENT_PATH))
         return
@@ -310,7 +313,7 @@ def _reasoning_details_texts(raw_details: msgspec.Raw, texts: ContentTexts) -> l
         return []
     path = f"{MESSAGE_PATH}.reasoning_details"
     try:
-        entries = msgspec.json.decode(raw_details, type=list[msgspec.Raw])
+        entries = _RAW_LIST_DECODER.decode(raw_details)
     except msgspec.ValidationError:
         texts.detections.append(malformed("unknown_part", path))
         return []
@@ -334,7 +337,7 @@ def _reasoning_details_texts(raw_details: msgspec.Raw, texts: ContentTexts) -> l
 
 def _read_tool_call(raw_call: msgspec.Raw, path: str, turn: Turn) -> None:
     try:
-        call = msgspec.json.decode(raw_call, type=ToolCallView)
+        call = decoder_for(ToolCallView).decode(raw_call)
     except msgspec.ValidationError:
         turn.detections.append(malformed("invalid_tool_call", path))
         return
@@ -353,7 +356,7 @@ def _read_function_call(raw_call: msgspec.Raw, turn: Turn) -> None:
     """The deprecated single `function_call`: a tool call with no id (never invented)."""
     path = f"{MESSAGE_PATH}.function_call"
     try:
-        function = msgspec.json.decode(raw_call, type=FunctionView)
+        function = decoder_for(FunctionView).decode(raw_call)
     except msgspec.ValidationError:
         turn.detections.append(malformed("invalid_tool_call", path))
         return
