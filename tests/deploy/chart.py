@@ -23,6 +23,8 @@ RELEASE = "tl"
 NAMESPACE = "llm"
 FULLNAME = "tl-thoughtline"
 
+GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$namespace": ".*"}
+
 # Kinds from CRDs (Prometheus Operator, KEDA): kubernetes-validate ships no schema for them, so
 # their structure is asserted by dedicated tests instead.
 CUSTOM_RESOURCE_KINDS = frozenset(
@@ -95,6 +97,14 @@ def panel_queries(board: dict[str, Any]) -> list[tuple[str, str]]:
         for target in panel.get("targets", []):
             queries.append((panel["title"], target["expr"]))
     return queries
+
+
+def substitute_variables(expression: str) -> str:
+    """Fill in Grafana's variables as Grafana would with "All" namespaces and a 1m window."""
+    for variable, value in GRAFANA_VARIABLES.items():
+        expression = expression.replace(variable, value)
+    assert "$" not in expression, f"unknown Grafana variable in {expression}"
+    return expression
 
 
 def _all_panels(panels: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -46,9 +46,9 @@ def test_rendered_manifests_pass_kubernetes_validate_strict(variant: str, tmp_pa
     unvalidated = {line.split("kind ")[1].split()[0] for line in lines if line.startswith("WARN")}
     assert unvalidated <= chart.CUSTOM_RESOURCE_KINDS
     validated = sum(line.startswith("INFO") for line in lines)
-    assert validated == sum(kind not in chart.CUSTOM_RESOURCE_KINDS for kind in chart.kinds(
-        chart.VARIANTS[variant]
-    ))
+    assert validated == sum(
+        kind not in chart.CUSTOM_RESOURCE_KINDS for kind in chart.kinds(chart.VARIANTS[variant])
+    )
 
 
 def test_kubernetes_validate_catches_an_unknown_field(tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ def test_the_schema_rejects_invalid_values(values: dict[str, Any]) -> None:
         loaded.validate_schema(values)
 
 
-def _mapping_pairs(node: yaml.Node) -> list[tuple[yaml.ScalarNode, yaml.Node]]:
+def _mapping_pairs(node: yaml.Node | None) -> list[tuple[yaml.ScalarNode, yaml.Node]]:
     assert isinstance(node, yaml.MappingNode)
     return [(key, value) for key, value in node.value if isinstance(key, yaml.ScalarNode)]
 
@@ -140,7 +140,7 @@ def _documented(lines: list[str], key: yaml.ScalarNode) -> bool:
     return False
 
 
-def _undocumented(lines: list[str], node: yaml.Node, prefix: str) -> list[str]:
+def _undocumented(lines: list[str], node: yaml.Node | None, prefix: str) -> list[str]:
     """Keys with no `# --` comment whose value is not a mapping of documented keys."""
     missing = []
     for key, value in _mapping_pairs(node):

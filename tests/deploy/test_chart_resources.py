@@ -94,8 +94,10 @@ def test_the_redis_url_comes_from_a_chart_secret_by_default() -> None:
     secret = chart.only(None, "Secret")
     variable = _container()["env"][0]
     assert secret["stringData"] == {"redis-url": "redis://redis:6379/0"}
-    assert variable["valueFrom"]["secretKeyRef"] == {"name": secret["metadata"]["name"],
-                                                    "key": "redis-url"}
+    assert variable["valueFrom"]["secretKeyRef"] == {
+        "name": secret["metadata"]["name"],
+        "key": "redis-url",
+    }
 
 
 def test_an_existing_secret_replaces_the_chart_secret() -> None:
@@ -108,7 +110,12 @@ def test_an_existing_secret_replaces_the_chart_secret() -> None:
 
 def test_optional_resources_render_only_when_enabled() -> None:
     assert chart.kinds(None) == [
-        "ConfigMap", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "Secret", "Service",
+        "ConfigMap",
+        "Deployment",
+        "NetworkPolicy",
+        "PodDisruptionBudget",
+        "Secret",
+        "Service",
         "ServiceAccount",
     ]
     enabled = chart.kinds(chart.VARIANTS["keda-servicemonitor"])
@@ -118,8 +125,9 @@ def test_optional_resources_render_only_when_enabled() -> None:
 
 
 def _trigger(values: dict[str, Any]) -> dict[str, Any]:
-    scaled = chart.only({"keda": {"enabled": True, **values.pop("keda", {})}, **values},
-                        "ScaledObject")
+    scaled = chart.only(
+        {"keda": {"enabled": True, **values.pop("keda", {})}, **values}, "ScaledObject"
+    )
     assert len(scaled["spec"]["triggers"]) == 1
     trigger: dict[str, Any] = scaled["spec"]["triggers"][0]
     return trigger
@@ -152,10 +160,11 @@ def test_keda_reads_host_database_and_tls_from_the_redis_url() -> None:
 
 
 def test_keda_needs_an_address_with_an_existing_secret() -> None:
-    with pytest.raises(helm.HelmRenderError, match="keda.address"):
+    with pytest.raises(helm.HelmRenderError, match=r"keda\.address"):
         chart.render({"keda": {"enabled": True}, "redis": {"existingSecret": "shared"}})
-    trigger = _trigger({"keda": {"address": "redis-master:6379"},
-                        "redis": {"existingSecret": "shared"}})
+    trigger = _trigger(
+        {"keda": {"address": "redis-master:6379"}, "redis": {"existingSecret": "shared"}}
+    )
     assert trigger["metadata"]["address"] == "redis-master:6379"
 
 
@@ -186,11 +195,16 @@ def test_keda_and_the_hpa_exclude_each_other() -> None:
 def test_the_hpa_scales_on_cpu_or_on_given_metrics() -> None:
     hpa = chart.only({"autoscaling": {"enabled": True}}, "HorizontalPodAutoscaler")
     assert hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 70
-    lag = {"type": "External", "external": {
-        "metric": {"name": "thoughtline_stream_lag"},
-        "target": {"type": "AverageValue", "averageValue": "500"}}}
-    custom = chart.only({"autoscaling": {"enabled": True, "metrics": [lag]}},
-                        "HorizontalPodAutoscaler")
+    lag = {
+        "type": "External",
+        "external": {
+            "metric": {"name": "thoughtline_stream_lag"},
+            "target": {"type": "AverageValue", "averageValue": "500"},
+        },
+    }
+    custom = chart.only(
+        {"autoscaling": {"enabled": True, "metrics": [lag]}}, "HorizontalPodAutoscaler"
+    )
     assert custom["spec"]["metrics"] == [lag]
     assert "replicas" not in chart.only({"autoscaling": {"enabled": True}}, "Deployment")["spec"]
 
@@ -209,8 +223,12 @@ def test_streams_must_share_one_hash_tag(streams: dict[str, str], message: str) 
 
 
 def test_renamed_streams_with_a_common_tag_render() -> None:
-    names = {"inputStream": "{llm-a}:raw", "outputStream": "{llm-a}:out",
-             "deadStream": "{llm-a}:dead", "deltasStream": "{llm-a}:deltas"}
+    names = {
+        "inputStream": "{llm-a}:raw",
+        "outputStream": "{llm-a}:out",
+        "deadStream": "{llm-a}:dead",
+        "deltasStream": "{llm-a}:deltas",
+    }
     assert chart.only({"config": names}, "ConfigMap")["data"]["THOUGHTLINE_DEAD_STREAM"] == (
         "{llm-a}:dead"
     )

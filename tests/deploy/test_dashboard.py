@@ -27,9 +27,6 @@ FALLBACK_SERIES = (
     "thoughtline_stream_lag",
 )
 
-# Grafana variables, replaced as Grafana would with "All" selected and a 1-minute rate window.
-GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$namespace": ".*"}
-
 
 def series_from_metrics_module() -> list[str] | None:
     """The series a dashboard must query for each metric thoughtline.metrics defines, or None.
@@ -41,11 +38,12 @@ def series_from_metrics_module() -> list[str] | None:
     try:
         from prometheus_client import CollectorRegistry
         from prometheus_client.metrics import MetricWrapperBase
+        from prometheus_client.metrics_core import Metric
 
         from thoughtline import metrics
     except ImportError:
         return None
-    families = []
+    families: list[Metric] = []
     for value in vars(metrics).values():
         if isinstance(value, MetricWrapperBase):
             families.extend(value.describe())
@@ -62,13 +60,6 @@ def expected_series() -> list[str]:
     return series_from_metrics_module() or list(FALLBACK_SERIES)
 
 
-def substitute(expression: str) -> str:
-    for variable, value in GRAFANA_VARIABLES.items():
-        expression = expression.replace(variable, value)
-    assert "$" not in expression, f"unknown Grafana variable in {expression}"
-    return expression
-
-
 def missing_series(series: list[str], board: dict[str, Any]) -> list[str]:
     expressions = " ".join(expression for _, expression in chart.panel_queries(board))
     return [name for name in series if not re.search(rf"\b{re.escape(name)}\b", expressions)]
@@ -82,7 +73,8 @@ def test_the_coverage_check_notices_a_missing_metric() -> None:
     board = chart.dashboard()
     for panel in board["panels"]:
         panel["targets"] = [
-            target for target in panel.get("targets", [])
+            target
+            for target in panel.get("targets", [])
             if "thoughtline_reclaimed_total" not in target["expr"]
         ]
     assert missing_series(expected_series(), board) == ["thoughtline_reclaimed_total"]
@@ -93,10 +85,12 @@ def test_module_level_metrics_are_found_too(monkeypatch: pytest.MonkeyPatch) -> 
 
     registry = CollectorRegistry()
     module = types.ModuleType("thoughtline.metrics")
-    module.RECORDS = Counter("thoughtline_records_total", "", ["format"], registry=registry)
-    module.LAG = Gauge("thoughtline_stream_lag", "", registry=registry)
-    module.LATENCY = Histogram("thoughtline_normalize_seconds", "", registry=registry)
-    module.NEW = Counter("thoughtline_brand_new", "", registry=registry)
+    module.__dict__["RECORDS"] = Counter(
+        "thoughtline_records_total", "", ["format"], registry=registry
+    )
+    module.__dict__["LAG"] = Gauge("thoughtline_stream_lag", "", registry=registry)
+    module.__dict__["LATENCY"] = Histogram("thoughtline_normalize_seconds", "", registry=registry)
+    module.__dict__["NEW"] = Counter("thoughtline_brand_new", "", registry=registry)
     monkeypatch.setitem(sys.modules, "thoughtline.metrics", module)
     monkeypatch.setattr(thoughtline, "metrics", module, raising=False)
     series = series_from_metrics_module()
@@ -112,9 +106,15 @@ def test_module_level_metrics_are_found_too(monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.mark.parametrize(
     ("needle", "meaning"),
     [
-        ("sum by (format, outcome) (rate(thoughtline_records_total", "records/s by format, outcome"),
+        (
+            "sum by (format, outcome) (rate(thoughtline_records_total",
+            "records/s by format, outcome",
+        ),
         ("sum by (format, code) (rate(thoughtline_leaked_thought_total", "leaked by format, code"),
-        ("sum by (format, code) (rate(thoughtline_malformed_parts_total", "malformed by format, code"),
+        (
+            "sum by (format, code) (rate(thoughtline_malformed_parts_total",
+            "malformed by format, code",
+        ),
         ("sum by (reason) (rate(thoughtline_dead_letters_total", "dead letters by reason"),
         ("histogram_quantile(0.5, sum by (le) (rate(thoughtline_normalize_seconds_bucket", "p50"),
         ("histogram_quantile(0.95, sum by (le) (rate(thoughtline_normalize_seconds_bucket", "p95"),
@@ -134,8 +134,10 @@ def test_every_panel_query_parses(tmp_path: Path) -> None:
     if promtool is None:
         pytest.skip("promtool is not installed (apt-get install prometheus)")
     queries = chart.panel_queries(chart.dashboard())
-    rules = [{"record": f"dashboard:query_{index}", "expr": substitute(expression)}
-             for index, (_, expression) in enumerate(queries)]
+    rules = [
+        {"record": f"dashboard:query_{index}", "expr": chart.substitute_variables(expression)}
+        for index, (_, expression) in enumerate(queries)
+    ]
     rules_file = tmp_path / "dashboard.rules.yaml"
     rules_file.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
     result = chart.run([promtool, "check", "rules", str(rules_file)])
@@ -150,8 +152,11 @@ def test_panels_have_unique_ids_and_do_not_overlap() -> None:
     for panel in panels:
         grid = panel["gridPos"]
         assert grid["x"] + grid["w"] <= 24
-        area = {(x, y) for x in range(grid["x"], grid["x"] + grid["w"])
-                for y in range(grid["y"], grid["y"] + grid["h"])}
+        area = {
+            (x, y)
+            for x in range(grid["x"], grid["x"] + grid["w"])
+            for y in range(grid["y"], grid["y"] + grid["h"])
+        }
         assert not cells & area, f"{panel['title']} overlaps another panel"
         cells |= area
 
@@ -170,8 +175,11 @@ def test_every_query_uses_the_chosen_data_source_and_namespace() -> None:
 
 def test_the_dashboard_ships_in_a_labelled_config_map() -> None:
     values = chart.VARIANTS["keda-servicemonitor"]
-    config_maps = [document for document in chart.documents(values)
-                   if document["kind"] == "ConfigMap" and "thoughtline.json" in document["data"]]
+    config_maps = [
+        document
+        for document in chart.documents(values)
+        if document["kind"] == "ConfigMap" and "thoughtline.json" in document["data"]
+    ]
     assert len(config_maps) == 1
     config_map = config_maps[0]
     assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
