@@ -23,11 +23,13 @@ from thoughtline.normalize.compose import (
     Turn,
     build_record,
     decode,
+    decode_part,
     join_blocks,
     malformed,
     present,
     tool_arguments,
 )
+from thoughtline.normalize.wire_values import is_filled_string, string_or_none, view_or_none
 from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 
 FORMAT: Final = "anthropic"
@@ -41,8 +43,7 @@ _NO_VALUE: Final = msgspec.Raw()
 
 class _Block(msgspec.Struct):
     # Values are typed loosely on purpose: a wrong type is a detection on that block, not a
-    # reason to reject the whole response. Opaque values are only checked, so they stay `Raw`:
-    # a long signature is skipped over, never copied into a Python string.
+    # reason to reject the whole response. Opaque values are only checked: they stay `Raw`.
     type: Any = UNSET
     text: Any = UNSET
     thinking: Any = UNSET
@@ -98,8 +99,6 @@ SERVER_BLOCK_TYPES: Final = frozenset(
 """Blocks of tools Anthropic runs itself: no text, no client tool call, kept for replay."""
 
 _CONTENT_PATH: Final = "content"
-_BLOCK_DECODER: Final = msgspec.json.Decoder(_Block)
-_USAGE_DECODER: Final = msgspec.json.Decoder(_Usage)
 
 
 def normalize(
@@ -144,7 +143,7 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn) -> None:
     for index, raw_block in enumerate(raw_blocks):
         path = f"{_CONTENT_PATH}[{index}]"
         turn.replay_parts.append(raw_block)
-        block = _decode_block(raw_block, path, turn.detections)
+        block = decode_part(raw_block, _Block, path, turn.detections)
         if block is None:
             continue
         if block.type == "text":
@@ -163,9 +162,8 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn) -> None:
 
 def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
     """The record's usage from Anthropic's: cache reads and writes join the input count."""
-    try:
-        counts = _USAGE_DECODER.decode(raw_usage)
-    except msgspec.ValidationError:
+    counts = view_or_none(raw_usage, _Usage, "usage")
+    if counts is None:
         detections.append(malformed("invalid_usage", "usage"))
         return Usage()
     input_tokens = None
@@ -183,14 +181,6 @@ def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
         reasoning_tokens=details.thinking_tokens if details is not None else None,
         cached_input_tokens=counts.cache_read_input_tokens,
     )
-
-
-def _decode_block(raw_block: msgspec.Raw, path: str, detections: list[Detection]) -> _Block | None:
-    try:
-        return _BLOCK_DECODER.decode(raw_block)
-    except msgspec.ValidationError:  # not an object at all
-        detections.append(malformed("unknown_part", path))
-        return None
 
 
 def _is_server_block(block_type: Any) -> bool:
@@ -233,11 +223,3 @@ def _read_tool_use(block: _Block, path: str, turn: Turn) -> None:
     arguments = tool_arguments(arguments, f"{path}.input", turn.detections)
     turn.tool_calls.append(ToolCall(id=call_id, name=block.name, arguments=arguments))
 
-
-def string_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def is_filled_string(raw: msgspec.Raw) -> bool:
-    """True when a raw JSON value is a non-empty string, checked without decoding it."""
-    return len(raw) > 2 and memoryview(raw)[0] == ord('"')

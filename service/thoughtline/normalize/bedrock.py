@@ -20,29 +20,28 @@ generated"), so it equals input + output and `usage_inconsistent` fires only on 
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize.anthropic import is_filled_string, string_or_none
 from thoughtline.normalize.compose import (
     Turn,
     build_record,
     decode,
+    decode_part,
     join_blocks,
     malformed,
     present,
     tool_arguments,
 )
+from thoughtline.normalize.wire_values import is_filled_string, string_or_none, view_or_none
 from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 
 FORMAT: Final = "bedrock_converse"
 PROVIDER: Final = "amazon_bedrock"
 
 UNSET: Final = msgspec.UNSET
-
-T = TypeVar("T")
 
 
 class _Block(msgspec.Struct):
@@ -84,7 +83,7 @@ class _ReasoningText(msgspec.Struct):
 
 class _ToolUse(msgspec.Struct):
     name: str
-    toolUseId: str | None = None  # noqa: N815
+    toolUseId: Any = None  # noqa: N815
     input: Any = None
 
 
@@ -145,13 +144,6 @@ _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
 }
 
 _CONTENT_PATH: Final = "output.message.content"
-_BLOCK_DECODER: Final = msgspec.json.Decoder(_Block)
-_REASONING_DECODER: Final = msgspec.json.Decoder(_ReasoningContent)
-_REASONING_TEXT_DECODER: Final = msgspec.json.Decoder(_ReasoningText)
-_TOOL_USE_DECODER: Final = msgspec.json.Decoder(_ToolUse)
-_CITATIONS_DECODER: Final = msgspec.json.Decoder(_CitationsContent)
-_USAGE_DECODER: Final = msgspec.json.Decoder(_Usage)
-_TRACE_DECODER: Final = msgspec.json.Decoder(_Trace)
 
 
 def normalize(
@@ -183,7 +175,7 @@ def read_turn(response: _Response) -> Turn:
 
 
 def model_of(response: _Response) -> str | None:
-    trace = _convert(response.trace, _TRACE_DECODER) if present(response.trace) else None
+    trace = view_or_none(response.trace, _Trace, "trace") if present(response.trace) else None
     router = trace.promptRouter if trace is not None else None
     routed = string_or_none(router.invokedModelId) if router is not None else None
     return routed if routed is not None else string_or_none(response.modelId)
@@ -201,7 +193,7 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn, *, signed: bool) -> N
     for index, raw_block in enumerate(raw_blocks):
         path = f"{_CONTENT_PATH}[{index}]"
         turn.replay_parts.append(raw_block)
-        block = _decode_block(raw_block, path, turn.detections)
+        block = decode_part(raw_block, _Block, path, turn.detections)
         if block is None:
             continue
         if not block.carries_known_data():
@@ -223,7 +215,7 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn, *, signed: bool) -> N
 
 def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
     """The record's usage from Bedrock's: cache reads and writes join the input count."""
-    counts = _convert(raw_usage, _USAGE_DECODER)
+    counts = view_or_none(raw_usage, _Usage, "usage")
     if counts is None:
         detections.append(malformed("invalid_usage", "usage"))
         return Usage()
@@ -245,13 +237,6 @@ def _either(count: int | None, older_name_count: int | None) -> int | None:
     return count if count is not None else older_name_count
 
 
-def _decode_block(raw_block: msgspec.Raw, path: str, detections: list[Detection]) -> _Block | None:
-    block = _convert(raw_block, _BLOCK_DECODER)
-    if block is None:  # not an object at all
-        detections.append(malformed("unknown_part", path))
-    return block
-
-
 def _read_text(text: Any, path: str, visible: list[str], detections: list[Detection]) -> None:
     if isinstance(text, str):
         visible.append(text)
@@ -262,7 +247,7 @@ def _read_text(text: Any, path: str, visible: list[str], detections: list[Detect
 def _read_reasoning(
     raw: msgspec.Raw, path: str, signed: bool, reasoning_blocks: list[str], turn: Turn
 ) -> None:
-    reasoning = _convert(raw, _REASONING_DECODER)
+    reasoning = view_or_none(raw, _ReasoningContent, path)
     if reasoning is None or not (len(reasoning.reasoningText) or len(reasoning.redactedContent)):
         turn.detections.append(malformed("unknown_part", path))
         return
@@ -279,7 +264,7 @@ def _read_reasoning(
 def _read_reasoning_text(
     raw: msgspec.Raw, path: str, signed: bool, reasoning_blocks: list[str], turn: Turn
 ) -> None:
-    reasoning_text = _convert(raw, _REASONING_TEXT_DECODER)
+    reasoning_text = view_or_none(raw, _ReasoningText, path)
     if reasoning_text is None:
         turn.detections.append(malformed("unknown_part", path))
         return
@@ -292,28 +277,23 @@ def _read_reasoning_text(
 
 
 def _read_tool_use(raw: msgspec.Raw, path: str, turn: Turn) -> None:
-    tool_use = _convert(raw, _TOOL_USE_DECODER)
+    tool_use = view_or_none(raw, _ToolUse, path)
     if tool_use is None or not tool_use.name:
         turn.detections.append(malformed("invalid_tool_call", path))
         return
     arguments = tool_use.input if tool_use.input is not None else {}
     arguments = tool_arguments(arguments, f"{path}.input", turn.detections)
-    turn.tool_calls.append(ToolCall(id=tool_use.toolUseId, name=tool_use.name, arguments=arguments))
+    turn.tool_calls.append(
+        ToolCall(id=string_or_none(tool_use.toolUseId), name=tool_use.name, arguments=arguments)
+    )
 
 
 def _read_citations(raw: msgspec.Raw, path: str, visible: list[str], turn: Turn) -> None:
-    citations = _convert(raw, _CITATIONS_DECODER)
+    citations = view_or_none(raw, _CitationsContent, path)
     if citations is None:
         turn.detections.append(malformed("unknown_part", path))
         return
     for index, generated in enumerate(citations.content):
         if generated.text is not UNSET:
             _read_text(generated.text, f"{path}.content[{index}].text", visible, turn.detections)
-
-
-def _convert(raw: msgspec.Raw, decoder: msgspec.json.Decoder[T]) -> T | None:
-    try:
-        return decoder.decode(raw)
-    except msgspec.ValidationError:  # the wrong shape: the caller records a detection
-        return None
 
