@@ -19,6 +19,15 @@ LEAKED_THOUGHT: Final[dict[str, str]] = {
     "reasoning_in_content": (
         "the native reasoning text (32 characters or more) also stands verbatim in the content"
     ),
+    "replayed_reasoning": (
+        "a request sends reasoning back as ordinary text: a thought-marked part or reasoning "
+        "field where the format reads text, inline tags in an assistant message, or an "
+        "assistant message repeating earlier thinking of its conversation"
+    ),
+    "reasoning_only_loop": (
+        "the conversation's Nth reasoning-only record in a row (no content, no tool call): "
+        "a caller re-asking after every reasoning-only turn may never stop"
+    ),
 }
 
 MALFORMED_PART: Final[dict[str, str]] = {

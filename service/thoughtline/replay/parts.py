@@ -1,0 +1,204 @@
+"""What each replay part of a record is, for the formats whose turn is a list of parts.
+
+A part is one of four kinds:
+
+- `visible`: it carries visible text (a Gemini text part, an Anthropic or Bedrock text block, a
+  Responses `message` item). It goes back as it is, unless the record's content shows that
+  inline reasoning was cut out of that text (then `rewrite_visible` replaces the text).
+- `opaque`: reasoning state the provider needs back byte for byte: a Gemini thought part that
+  carries `thoughtSignature`; Anthropic `thinking` with its `signature` and `redacted_thinking`;
+  Bedrock `reasoningContent` with a `signature` or `redactedContent`; a Responses `reasoning`
+  item (its `id` and `encrypted_content`). Their reasoning stays inside the provider's own
+  reasoning marker: it never becomes visible text.
+- `dropped`: reasoning that goes back nowhere, with the reason: unsigned thought text, or a
+  block the provider only accepts signed.
+- `other`: everything else (tool calls, built-in tool items, unknown parts) goes back verbatim:
+  the provider produced it, and dropping data silently is worse than a loud provider error.
+
+Chat-shaped formats (OpenAI Chat, Mistral, Ollama) have one message as their only part; see
+`messages.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import msgspec
+
+PartKind = Literal["visible", "opaque", "dropped", "other"]
+NoteReason = Literal[
+    "reasoning_text",
+    "missing_signature",
+    "reasoning_without_following_item",
+    "format_takes_no_reasoning",
+    "foreign_reasoning",
+    "inline_reasoning",
+    "empty_turn",
+    "tool_call_id_assigned",
+]
+
+Fields = dict[str, msgspec.Raw]
+
+_FIELDS_DECODER: Final = msgspec.json.Decoder(Fields)
+
+
+class PartReading(msgspec.Struct, frozen=True):
+    kind: PartKind
+    text: str = ""
+    """The visible text a `visible` part carries."""
+    reason: NoteReason | None = None
+    """Why a `dropped` part is dropped."""
+
+
+OPAQUE: Final = PartReading("opaque")
+OTHER: Final = PartReading("other")
+
+
+def fields_of(raw: msgspec.Raw | bytes) -> Fields | None:
+    """The top-level fields of a JSON object, values left as raw bytes; None for non-objects."""
+    try:
+        return _FIELDS_DECODER.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+
+
+def value_of(fields: Fields, name: str) -> Any:
+    """One decoded field value; None when absent or not decodable."""
+    raw = fields.get(name)
+    if raw is None:
+        return None
+    try:
+        return msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+def encode_raw(value: Any) -> msgspec.Raw:
+    return msgspec.Raw(msgspec.json.encode(value))
+
+
+def _read_gemini(fields: Fields) -> PartReading:
+    thought = value_of(fields, "thought")
+    text = value_of(fields, "text")
+    if "thoughtSignature" in fields:
+        if thought is True:
+            return OPAQUE
+        return PartReading("visible", text) if isinstance(text, str) else OTHER
+    if thought is True:
+        # A thought that carries a call keeps it (seed 002); pure reasoning text goes nowhere.
+        if set(fields) <= {"text", "thought"}:
+            return PartReading("dropped", reason="reasoning_text")
+        return OTHER
+    return PartReading("visible", text) if isinstance(text, str) else OTHER
+
+
+def _read_anthropic(fields: Fields) -> PartReading:
+    block_type = value_of(fields, "type")
+    if block_type == "thinking":
+        signature = value_of(fields, "signature")
+        if isinstance(signature, str) and signature:
+            return OPAQUE
+        return PartReading("dropped", reason="missing_signature")
+    if block_type == "redacted_thinking":
+        return OPAQUE
+    text = value_of(fields, "text")
+    if block_type == "text" and isinstance(text, str):
+        return PartReading("visible", text)
+    return OTHER
+
+
+def _read_bedrock(fields: Fields) -> PartReading:
+    if "reasoningContent" in fields:
+        reasoning = value_of(fields, "reasoningContent")
+        if not isinstance(reasoning, dict):
+            return OTHER
+        if reasoning.get("redactedContent") is not None:
+            return OPAQUE
+        reasoning_text = reasoning.get("reasoningText")
+        if isinstance(reasoning_text, dict) and reasoning_text.get("signature"):
+            return OPAQUE
+        return PartReading("dropped", reason="reasoning_text")
+    text = value_of(fields, "text")
+    return PartReading("visible", text) if isinstance(text, str) else OTHER
+
+
+def _read_responses(fields: Fields) -> PartReading:
+    item_type = value_of(fields, "type")
+    if item_type == "reasoning":
+        has_id = isinstance(value_of(fields, "id"), str)
+        if has_id or isinstance(value_of(fields, "encrypted_content"), str):
+            return OPAQUE
+        return PartReading("dropped", reason="missing_signature")
+    if item_type == "message":
+        return PartReading("visible", "".join(_message_item_texts(value_of(fields, "content"))))
+    return OTHER
+
+
+def _message_item_texts(content: Any) -> list[str]:
+    """`output_text` texts and `refusal`s, as the Responses normalizer reads them."""
+    texts: list[str] = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict):
+            continue
+        value = part.get("text") if part.get("type") == "output_text" else part.get("refusal")
+        if part.get("type") in ("output_text", "refusal") and isinstance(value, str):
+            texts.append(value)
+    return texts
+
+
+def _rewrite_text_field(droppable: frozenset[str]) -> Callable[[Fields, str], Fields | None]:
+    """A rewrite that replaces `text`, dropping the part when nothing else would remain."""
+
+    def rewrite(fields: Fields, text: str) -> Fields | None:
+        if not text and set(fields) <= droppable:
+            return None
+        return {**fields, "text": encode_raw(text)}
+
+    return rewrite
+
+
+def _rewrite_message_item(fields: Fields, text: str) -> Fields | None:
+    if not text:
+        return None
+    content = [{"type": "output_text", "annotations": [], "text": text}]
+    return {**fields, "content": encode_raw(content)}
+
+
+@dataclass(frozen=True)
+class PartFormat:
+    """How one part-list format reads its parts and wraps kept parts into turn items."""
+
+    read: Callable[[Fields], PartReading]
+    rewrite_visible: Callable[[Fields, str], Fields | None]
+    assistant_role: str | None
+    """The role of the one message that wraps the parts; None: the parts are the items."""
+    parts_field: str = "content"
+
+
+PART_FORMATS: Final[dict[str, PartFormat]] = {
+    "gemini": PartFormat(
+        _read_gemini,
+        _rewrite_text_field(frozenset({"text", "thought"})),
+        assistant_role="model",
+        parts_field="parts",
+    ),
+    "anthropic": PartFormat(
+        _read_anthropic,
+        _rewrite_text_field(frozenset({"type", "text", "citations"})),
+        assistant_role="assistant",
+    ),
+    "bedrock_converse": PartFormat(
+        _read_bedrock, _rewrite_text_field(frozenset({"text"})), assistant_role="assistant"
+    ),
+    "openai_responses": PartFormat(_read_responses, _rewrite_message_item, assistant_role=None),
+}
+"""Format name -> its part reader; the Chat-shaped formats are in `messages.py`."""
+
+
+def read_part(format_name: str, raw: msgspec.Raw) -> PartReading:
+    fields = fields_of(raw)
+    if fields is None:
+        return OTHER
+    return PART_FORMATS[format_name].read(fields)

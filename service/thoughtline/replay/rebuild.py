@@ -1,0 +1,146 @@
+"""A record of another format, rebuilt for the target from its `content` and `tool_calls` only.
+
+Nothing opaque crosses formats: a signature or encrypted item is valid only for the provider
+that issued it, and reasoning text pasted into another provider's history is exactly the leak
+this package exists to prevent. So a foreign record contributes its visible answer and its
+tool calls, and the history's notes say what reasoning was left behind.
+
+Targets that pair a tool result with its call by id (all but Gemini and Ollama) get an id for a
+call the provider gave none: `call_<record index>_<call index>`, reported as
+`tool_call_id_assigned` so the caller can answer the call under that id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+
+from thoughtline.errors import ReplayError
+from thoughtline.record import Record, ToolCall
+
+TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
+"""(content, tool calls, their ids) -> the target's turn items as JSON-ready values."""
+
+_FORMATS_WITHOUT_CALL_IDS: Final = frozenset({"gemini", "ollama"})
+
+
+def call_ids(record: Record, record_index: int, target: str) -> tuple[list[str | None], list[int]]:
+    """The id each call goes back with, and the indexes of calls that got an assigned id."""
+    ids: list[str | None] = []
+    assigned: list[int] = []
+    for index, call in enumerate(record.tool_calls):
+        if call.id is None and target not in _FORMATS_WITHOUT_CALL_IDS:
+            ids.append(f"call_{record_index}_{index}")
+            assigned.append(index)
+        else:
+            ids.append(call.id)
+    return ids, assigned
+
+
+def rebuilt_items(record: Record, target: str, ids: list[str | None]) -> list[bytes]:
+    """The target's items for this record, encoded; empty when there is nothing to send."""
+    if not record.content and not record.tool_calls:
+        return []
+    items = _BUILDERS[target](record.content, record.tool_calls, ids)
+    return [msgspec.json.encode(item) for item in items]
+
+
+def arguments_object(call: ToolCall) -> Any:
+    """Arguments for formats that take an object: a string here never decoded as JSON."""
+    if isinstance(call.arguments, str):
+        raise ReplayError(
+            f"tool call {call.name!r} has arguments that are not JSON; the target format "
+            "needs an object, and rewriting them would change what the model called"
+        )
+    return call.arguments
+
+
+def arguments_string(call: ToolCall) -> str:
+    """Arguments for formats that take a JSON string (Chat, Mistral, Responses)."""
+    if isinstance(call.arguments, str):
+        return call.arguments
+    return msgspec.json.encode(call.arguments).decode()
+
+
+def _gemini(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+    parts: list[dict[str, Any]] = [{"text": content}] if content else []
+    for call, call_id in zip(calls, ids, strict=True):
+        function_call: dict[str, Any] = {"name": call.name, "args": arguments_object(call)}
+        if call_id is not None:
+            function_call["id"] = call_id
+        parts.append({"functionCall": function_call})
+    return [{"role": "model", "parts": parts}]
+
+
+def _anthropic(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
+    blocks.extend(
+        {"type": "tool_use", "id": call_id, "name": call.name, "input": arguments_object(call)}
+        for call, call_id in zip(calls, ids, strict=True)
+    )
+    return [{"role": "assistant", "content": blocks}]
+
+
+def _bedrock(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+    blocks: list[dict[str, Any]] = [{"text": content}] if content else []
+    blocks.extend(
+        {"toolUse": {"toolUseId": call_id, "name": call.name, "input": arguments_object(call)}}
+        for call, call_id in zip(calls, ids, strict=True)
+    )
+    return [{"role": "assistant", "content": blocks}]
+
+
+def _chat(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content or None}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": arguments_string(call)},
+            }
+            for call, call_id in zip(calls, ids, strict=True)
+        ]
+    return [message]
+
+
+def _mistral(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+    message = _chat(content, calls, ids)[0]
+    message["content"] = content
+    return [message]
+
+
+def _ollama(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [
+            {"function": {"name": call.name, "arguments": arguments_object(call)}} for call in calls
+        ]
+    return [message]
+
+
+def _responses(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+    items: list[dict[str, Any]] = [{"role": "assistant", "content": content}] if content else []
+    items.extend(
+        {
+            "type": "function_call",
+            "call_id": call_id,
+            "name": call.name,
+            "arguments": arguments_string(call),
+        }
+        for call, call_id in zip(calls, ids, strict=True)
+    )
+    return items
+
+
+_BUILDERS: Final[dict[str, TurnBuilder]] = {
+    "gemini": _gemini,
+    "anthropic": _anthropic,
+    "bedrock_converse": _bedrock,
+    "openai_chat": _chat,
+    "mistral": _mistral,
+    "ollama": _ollama,
+    "openai_responses": _responses,
+}

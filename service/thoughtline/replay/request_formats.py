@@ -1,0 +1,244 @@
+"""What a provider request's history holds: ordinary assistant text and marked reasoning.
+
+One reader per request format (https://ai.google.dev/api/generate-content#request-body,
+https://docs.anthropic.com/en/api/messages, the Bedrock Converse request, Chat Completions,
+https://platform.openai.com/docs/api-reference/responses/create, Mistral and Ollama `/api/chat`).
+A reader returns:
+
+- `assistant_texts`: the ordinary text of every assistant-side message (what the model will
+  read as something it said), by message path;
+- `reasoning_texts`: reasoning sent under the format's own reasoning marker (Gemini thought
+  parts, Anthropic `thinking`, Bedrock `reasoningContent`, Responses `reasoning` items,
+  Mistral `thinking` chunks, Ollama `thinking`, and Chat reasoning fields), by path;
+- `detections`: reasoning that the request sends as ordinary text by its very shape: a
+  Gemini `thought` marker that is not a boolean (the API reads the part as text), a
+  thought-marked or reasoning-typed part inside a Chat / Responses message (the marker means
+  nothing there), and `reasoning_content` / `reasoning` on a Chat or Mistral assistant message
+  (no such request field exists; OpenAI-compatible chat templates that know it render it
+  into the prompt as text, e.g. inside `<think>`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+
+from thoughtline.errors import UnknownFormatError
+from thoughtline.normalize.compose import leaked, malformed
+from thoughtline.record import Detection
+
+
+class RequestReading(msgspec.Struct):
+    assistant_texts: list[tuple[str, list[str]]] = msgspec.field(default_factory=list)
+    reasoning_texts: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    detections: list[Detection] = msgspec.field(default_factory=list)
+
+
+RequestReader = Callable[[dict[str, Any]], RequestReading]
+
+_MARKED_PART_TYPES: Final = frozenset(
+    {"thinking", "redacted_thinking", "reasoning", "reasoning_text", "summary_text"}
+)
+_ANTHROPIC_BLOCK_TYPES: Final = frozenset(
+    {"thinking", "redacted_thinking", "tool_use", "tool_result", "document", "image"}
+)
+_BEDROCK_BLOCK_KEYS: Final = frozenset(
+    {"text", "toolUse", "toolResult", "reasoningContent", "image", "document"}
+)
+_CHAT_REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
+
+
+def detect_request_format(body: dict[str, Any]) -> str:
+    """The format of a request body, from its top-level shape and its message blocks."""
+    if "contents" in body:
+        return "gemini"
+    if "input" in body:
+        return "openai_responses"
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise UnknownFormatError(
+            "request matches no known format (tried: Gemini `contents`, Responses `input`, "
+            "`messages` of Anthropic, Bedrock, Chat, Mistral, Ollama); pass the format"
+        )
+    blocks = [
+        block
+        for message in messages
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict)
+    ]
+    if any(block.get("type") in _ANTHROPIC_BLOCK_TYPES for block in blocks):
+        return "anthropic"
+    if any("type" not in block and set(block) & _BEDROCK_BLOCK_KEYS for block in blocks):
+        return "bedrock_converse"
+    if any(block.get("type") == "thinking" for block in blocks):
+        return "mistral"
+    if {"options", "think", "keep_alive"} & set(body):
+        return "ollama"
+    if "anthropic_version" in body or isinstance(body.get("system"), str):
+        return "anthropic"
+    return "openai_chat"
+
+
+def _read_gemini(body: dict[str, Any]) -> RequestReading:
+    reading = RequestReading()
+    for content_index, content in _objects(body.get("contents")):
+        path = f"contents[{content_index}]"
+        texts: list[str] = []
+        for part_index, part in _objects(content.get("parts")):
+            part_path = f"{path}.parts[{part_index}]"
+            thought, text = part.get("thought"), part.get("text")
+            if thought is not None and not isinstance(thought, bool):
+                reading.detections.append(malformed("thought_not_boolean", part_path))
+                if _reads_as_true(thought) and _has_text(text):
+                    reading.detections.append(leaked("replayed_reasoning", part_path))
+            if thought is True and isinstance(text, str):
+                reading.reasoning_texts.append((part_path, text))
+            elif isinstance(text, str):
+                texts.append(text)
+        if content.get("role") == "model" and texts:
+            reading.assistant_texts.append((path, texts))
+    return reading
+
+
+def _read_anthropic(body: dict[str, Any]) -> RequestReading:
+    reading = RequestReading()
+    for index, message in _assistant_messages(body):
+        path = f"messages[{index}]"
+        content = message.get("content")
+        if isinstance(content, str):
+            reading.assistant_texts.append((path, [content]))
+            continue
+        texts: list[str] = []
+        for block_index, block in _objects(content):
+            block_path = f"{path}.content[{block_index}]"
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif block.get("type") == "thinking":
+                if not block.get("signature"):
+                    reading.detections.append(malformed("missing_signature", block_path))
+                if isinstance(block.get("thinking"), str):
+                    reading.reasoning_texts.append((block_path, block["thinking"]))
+        if texts:
+            reading.assistant_texts.append((path, texts))
+    return reading
+
+
+def _read_bedrock(body: dict[str, Any]) -> RequestReading:
+    reading = RequestReading()
+    for index, message in _assistant_messages(body):
+        path = f"messages[{index}]"
+        texts: list[str] = []
+        for block_index, block in _objects(message.get("content")):
+            reasoning = block.get("reasoningContent")
+            if isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif isinstance(reasoning, dict) and isinstance(reasoning.get("reasoningText"), dict):
+                text = reasoning["reasoningText"].get("text")
+                if isinstance(text, str):
+                    reading.reasoning_texts.append((f"{path}.content[{block_index}]", text))
+        if texts:
+            reading.assistant_texts.append((path, texts))
+    return reading
+
+
+def _chat_reader(reasoning_fields: tuple[str, ...], flagged: bool, mistral: bool) -> RequestReader:
+    """Chat, Mistral and Ollama share a shape; they differ in which reasoning is legitimate."""
+
+    def read(body: dict[str, Any]) -> RequestReading:
+        reading = RequestReading()
+        for index, message in _objects(body.get("messages")):
+            path = f"messages[{index}]"
+            texts = _message_texts(message.get("content"), f"{path}.content", reading, mistral)
+            if message.get("role") != "assistant":
+                continue
+            for name in reasoning_fields:
+                if _has_text(message.get(name)):
+                    reading.reasoning_texts.append((f"{path}.{name}", message[name]))
+                    if flagged:
+                        reading.detections.append(leaked("replayed_reasoning", f"{path}.{name}"))
+            if texts:
+                reading.assistant_texts.append((path, texts))
+        return reading
+
+    return read
+
+
+def _read_responses(body: dict[str, Any]) -> RequestReading:
+    reading = RequestReading()
+    for index, item in _objects(body.get("input")):
+        path = f"input[{index}]"
+        if item.get("type") == "reasoning":
+            for field in ("content", "summary"):
+                for _, part in _objects(item.get(field)):
+                    if isinstance(part.get("text"), str):
+                        reading.reasoning_texts.append((path, part["text"]))
+            continue
+        if item.get("type", "message") != "message":
+            continue
+        texts = _message_texts(item.get("content"), f"{path}.content", reading, mistral=False)
+        if item.get("role") == "assistant" and texts:
+            reading.assistant_texts.append((path, texts))
+    return reading
+
+
+def _message_texts(content: Any, path: str, reading: RequestReading, mistral: bool) -> list[str]:
+    """Ordinary texts of a message's content; marked parts in it are flagged (Mistral's own
+    `thinking` chunks excepted: that format reads them as reasoning)."""
+    if isinstance(content, str):
+        return [content]
+    texts: list[str] = []
+    for part_index, part in _objects(content):
+        part_path = f"{path}[{part_index}]"
+        part_type = part.get("type")
+        if mistral and part_type == "thinking":
+            thinking = "".join(
+                item["text"]
+                for _, item in _objects(part.get("thinking"))
+                if isinstance(item.get("text"), str)
+            )
+            reading.reasoning_texts.append((part_path, thinking))
+        elif part.get("thought") is True or part_type in _MARKED_PART_TYPES:
+            reading.detections.append(leaked("replayed_reasoning", part_path))
+        elif isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    return texts
+
+
+def _objects(value: Any) -> list[tuple[int, dict[str, Any]]]:
+    """The (index, object) entries of a JSON list; anything else reads as empty."""
+    if not isinstance(value, list):
+        return []
+    return [(index, item) for index, item in enumerate(value) if isinstance(item, dict)]
+
+
+def _assistant_messages(body: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    return [
+        (index, message)
+        for index, message in _objects(body.get("messages"))
+        if message.get("role") == "assistant"
+    ]
+
+
+def _has_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _reads_as_true(value: Any) -> bool:
+    """A marker meant as `true` but not JSON true: "true", "True", 1."""
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return isinstance(value, (int, float)) and value == 1
+
+
+REQUEST_READERS: Final[dict[str, RequestReader]] = {
+    "gemini": _read_gemini,
+    "anthropic": _read_anthropic,
+    "bedrock_converse": _read_bedrock,
+    "openai_chat": _chat_reader(_CHAT_REASONING_FIELDS, flagged=True, mistral=False),
+    "mistral": _chat_reader(_CHAT_REASONING_FIELDS, flagged=True, mistral=True),
+    "ollama": _chat_reader(("thinking",), flagged=False, mistral=False),
+    "openai_responses": _read_responses,
+}
