@@ -103,6 +103,8 @@ UNUSABLE: list[tuple[bytes, str]] = [
     (b'{"type": "message", "content": "text, not blocks"}', "invalid_payload"),
     (b'{"type": "message", "content": [', "not_json"),
     (b"42", "invalid_payload"),
+    (b'{"type": "message", "content": [{"type": "text", "text": "\xff"}]}', "not_json"),
+    (b'{"type": "message", "content": [{"type": "tool_use", "input": "\xff"}]}', "not_json"),
 ]
 
 

@@ -143,6 +143,8 @@ UNUSABLE: list[tuple[bytes, str]] = [
     (b'{"output": {"message": {"role": "assistant"}}}', "invalid_payload"),
     (b'{"output": {"message": {"content": "text"}}, "stopReason": "end_turn"}', "invalid_payload"),
     (b'{"output": {"message": {"content": [', "not_json"),
+    (b'{"output": {"message": {"content": [{"text": "\xff"}]}}}', "not_json"),
+    (b'{"output": {"message": {"content": [{"toolUse": {"name": "\xff"}}]}}}', "not_json"),
 ]
 
 
@@ -160,6 +162,7 @@ TOOL_USES: list[tuple[Any, list[tuple[Any, str, Any]], list[str]]] = [
     ({"toolUseId": "t", "name": "f", "input": None}, [("t", "f", {})], []),
     ({"name": "f", "input": "[1, 2]"}, [(None, "f", [1, 2])], []),
     ({"toolUseId": "t", "name": "f", "input": "{"}, [("t", "f", "{")], ["tool_arguments_not_json"]),
+    ({"toolUseId": 5, "name": "f", "input": {}}, [(None, "f", {})], []),
     ({"toolUseId": "t", "name": "", "input": {}}, [], ["invalid_tool_call"]),
     ({"toolUseId": "t", "name": 5, "input": {}}, [], ["invalid_tool_call"]),
     ({"toolUseId": "t", "input": {}}, [], ["invalid_tool_call"]),
