@@ -47,7 +47,29 @@ def build_parser() -> argparse.ArgumentParser:
     _add_normalize(subparsers)
     _add_schema(subparsers)
     _add_service_commands(subparsers)
+    _add_replay(subparsers)
     return parser
+
+
+def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`thoughtline replay --to FORMAT RECORDS.jsonl`: the next-turn history as one JSON value."""
+    command = subparsers.add_parser(
+        "replay", help="print the next-turn history (provider-native turns) built from records"
+    )
+    command.add_argument(
+        "records", metavar="RECORDS.jsonl", help="records as `normalize` prints them; - is stdin"
+    )
+    command.add_argument("--to", required=True, choices=KNOWN_FORMATS, help="target format")
+
+    def run_replay(arguments: argparse.Namespace) -> int:
+        from thoughtline import replay
+
+        data = _read(arguments.records, DEFAULT_MAX_PAYLOAD_BYTES)
+        history = replay.build_history(replay.read_records(data), arguments.to)
+        sys.stdout.buffer.write(replay.encode_history(history) + b"\n")
+        return 0
+
+    command.set_defaults(command=run_replay)
 
 
 def _add_normalize(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -22,6 +22,7 @@ from typing import Final, get_args
 import msgspec
 
 from thoughtline.errors import ReplayError
+from thoughtline.normalize.compose import present
 from thoughtline.normalize.think_tags import InlineCode
 from thoughtline.record import KNOWN_FORMATS, Record
 from thoughtline.replay import rebuild
@@ -106,7 +107,7 @@ def read_records(data: bytes) -> list[Record]:
     while position < len(text):
         try:
             _, end = decoder.raw_decode(text, position)
-            record = msgspec.json.decode(text[position:end].encode(), type=Record)
+            record = _record(text[position:end].encode())
         except (ValueError, msgspec.ValidationError) as error:
             raise ReplayError(
                 f"record {len(records) + 1} is not a thoughtline record: {error}"
@@ -114,6 +115,19 @@ def read_records(data: bytes) -> list[Record]:
         records.append(record)
         position = _skip_space(text, end)
     return records
+
+
+class _RecordView(Record, kw_only=True):
+    """A record as JSON: msgspec cannot decode `Raw | None`, so `native_usage` reads as Raw."""
+
+    native_usage: msgspec.Raw = msgspec.Raw()
+
+
+def _record(data: bytes) -> Record:
+    view = msgspec.json.decode(data, type=_RecordView)
+    fields = {name: getattr(view, name) for name in Record.__struct_fields__}
+    fields["native_usage"] = view.native_usage if present(view.native_usage) else None
+    return Record(**fields)
 
 
 def _skip_space(text: str, position: int) -> int:
