@@ -1,0 +1,215 @@
+"""Python producers and consumers of Thoughtline streams, with redis-py (sync or asyncio).
+
+    import redis, thoughtline.client as tl
+    r = redis.Redis.from_url("redis://localhost:6379/0")
+    tl.publish(r, raw_response_bytes, format="gemini", id="req-42", meta={"user": "u1"})
+    for message in tl.records(r, group="billing", consumer="billing-1"):
+        store(message.record)          # a thoughtline.Record
+        message.ack()                  # XACK in your own group, after your work is safe
+
+`arecords` / `apublish` are the same for `redis.asyncio.Redis`. Any other language does the
+same with plain commands (see docs/service.md): `XADD` to publish, `XREADGROUP` + `XACK` on
+the output stream to consume. Reading your own pending entries first (id `0`) and then new
+ones (`>`) means a consumer that crashed gets its unacknowledged records again on restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+import redis
+import redis.asyncio as redis_asyncio
+
+from thoughtline.record import Record
+
+INPUT_STREAM: Final = "{thoughtline}:raw"
+OUTPUT_STREAM: Final = "{thoughtline}:normalized"
+
+Payload = bytes | str | Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One record read from the output stream in your group; call `ack()` when done."""
+
+    entry_id: str
+    record: Record
+    ack: Callable[[], Any]
+    """`XACK` of this entry in your group (a coroutine function for `arecords`)."""
+
+
+def entry(
+    payload: Payload,
+    *,
+    format: str | None = None,  # noqa: A002 - the contract's own word
+    id: str | None = None,  # noqa: A002
+    meta: Mapping[str, Any] | bytes | str | None = None,
+    kind: str | None = None,
+    deltas: bool = False,
+) -> dict[str, bytes]:
+    """The fields of one input entry (DESIGN §2). Pass bytes to keep the payload byte-exact."""
+    fields = {"payload": _as_bytes(payload)}
+    if format is not None:
+        fields["format"] = format.encode()
+    if id is not None:
+        fields["id"] = id.encode()
+    if meta is not None:
+        fields["meta"] = _as_bytes(meta)
+    if kind is not None:
+        fields["kind"] = kind.encode()
+    if deltas:
+        fields["deltas"] = b"1"
+    return fields
+
+
+def publish(
+    client: redis.Redis, payload: Payload, *, stream: str = INPUT_STREAM, **options: Any
+) -> str:
+    """`XADD` one raw response; returns the entry id. `options` as for `entry()`."""
+    entry_id = client.xadd(stream, entry(payload, **options))  # type: ignore[arg-type]
+    return _text(entry_id)
+
+
+async def apublish(
+    client: redis_asyncio.Redis, payload: Payload, *, stream: str = INPUT_STREAM, **options: Any
+) -> str:
+    entry_id = await client.xadd(stream, entry(payload, **options))  # type: ignore[arg-type]
+    return _text(entry_id)
+
+
+def records(
+    client: redis.Redis,
+    *,
+    group: str,
+    consumer: str,
+    stream: str = OUTPUT_STREAM,
+    count: int = 100,
+    block_ms: int = 1000,
+    stop_when_idle: bool = False,
+) -> Iterator[Message]:
+    """Records in `group` (created at the stream start if missing), yours pending first."""
+    ensure_group(client, stream, group)
+    read_id = "0"
+    while True:
+        response = client.xreadgroup(group, consumer, {stream: read_id}, count, block_ms)
+        page = _page(response)
+        if read_id == "0" and not page:
+            read_id = ">"  # own pending entries done: now new ones
+            continue
+        if not page and stop_when_idle:
+            return
+        for entry_id, fields in page:
+            if not fields:  # deleted from the stream while pending: nothing to hand out
+                continue
+            yield Message(_text(entry_id), _record(fields), _acker(client, stream, group, entry_id))
+        if read_id != ">":
+            read_id = _text(page[-1][0])  # history: go on after what was just handed out
+
+
+async def arecords(
+    client: redis_asyncio.Redis,
+    *,
+    group: str,
+    consumer: str,
+    stream: str = OUTPUT_STREAM,
+    count: int = 100,
+    block_ms: int = 1000,
+    stop_when_idle: bool = False,
+) -> AsyncIterator[Message]:
+    """`records` for `redis.asyncio`; `await message.ack()`."""
+    try:
+        await client.xgroup_create(stream, group, id="0", mkstream=True)
+    except redis.ResponseError as error:
+        if "BUSYGROUP" not in str(error):
+            raise
+    read_id = "0"
+    while True:
+        response = await client.xreadgroup(group, consumer, {stream: read_id}, count, block_ms)
+        page = _page(response)
+        if read_id == "0" and not page:
+            read_id = ">"
+            continue
+        if not page and stop_when_idle:
+            return
+        for entry_id, fields in page:
+            if not fields:
+                continue
+            ack = _async_acker(client, stream, group, entry_id)
+            yield Message(_text(entry_id), _record(fields), ack)
+        if read_id != ">":
+            read_id = _text(page[-1][0])
+
+
+def ensure_group(client: redis.Redis, stream: str, group: str) -> None:
+    try:
+        client.xgroup_create(stream, group, id="0", mkstream=True)
+    except redis.ResponseError as error:
+        if "BUSYGROUP" not in str(error):
+            raise
+
+
+def _page(response: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    if not response:
+        return []
+    page: list[tuple[bytes, dict[bytes, bytes]]] = response[0][1]
+    return page
+
+
+def _record(fields: Mapping[bytes, bytes]) -> Record:
+    return decode_record(fields[b"record"])
+
+
+def _wire_field(field: msgspec.structs.FieldInfo) -> tuple[str, Any, Any]:
+    wire_type = msgspec.Raw if field.name == "native_usage" else field.type
+    default = msgspec.NODEFAULT if field.required else msgspec.field(
+        default=field.default, default_factory=field.default_factory
+    )
+    return (field.name, wire_type, default)
+
+
+# `Record.native_usage` is `Raw | None`, which msgspec cannot decode from an object (it only
+# accepts null there), so `record.decode` fails on any record with usage. Read it as `Raw`.
+_RecordWire: Final = msgspec.defstruct(
+    "_RecordWire", [_wire_field(field) for field in msgspec.structs.fields(Record)], kw_only=True
+)
+_record_wire_decoder: Final = msgspec.json.Decoder(_RecordWire)
+
+
+def decode_record(data: bytes | str) -> Record:
+    """A record from the `record` field of the output stream."""
+    wire = _record_wire_decoder.decode(data)
+    values = msgspec.structs.asdict(wire)
+    if bytes(values["native_usage"]) == b"null":
+        values["native_usage"] = None
+    return Record(**values)
+
+
+def _acker(client: redis.Redis, stream: str, group: str, entry_id: bytes) -> Callable[[], int]:
+    def ack() -> int:
+        return int(client.xack(stream, group, entry_id))  # type: ignore[arg-type]
+
+    return ack
+
+
+def _async_acker(
+    client: redis_asyncio.Redis, stream: str, group: str, entry_id: bytes
+) -> Callable[[], Awaitable[int]]:
+    async def ack() -> int:
+        return int(await client.xack(stream, group, entry_id))
+
+    return ack
+
+
+def _as_bytes(value: Payload | bytes | str) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    return msgspec.json.encode(value)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

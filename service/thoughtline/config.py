@@ -1,0 +1,130 @@
+"""Settings of the service (DESIGN §5): environment variables with the prefix `THOUGHTLINE_`.
+
+Every setting lives here and nowhere else. `load_settings()` turns an invalid value into one
+`SettingsError` line that names the variable, so `thoughtline serve` can fail at start with a
+message an operator can act on (and never echo a Redis password back).
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import pydantic
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from thoughtline.errors import ThoughtlineError
+from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES
+
+ENV_PREFIX: Final = "THOUGHTLINE_"
+REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://")
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+# Settings whose values may hold secrets: an error message names them but never repeats them.
+_SECRET_FIELDS: Final = frozenset({"redis_url"})
+_STREAM_FIELDS: Final = ("input_stream", "output_stream", "dead_stream", "deltas_stream")
+
+
+class SettingsError(ThoughtlineError):
+    """A setting with an invalid value; the message names the environment variable."""
+
+
+class Settings(BaseSettings):
+    """One worker's settings; the defaults are the contract of DESIGN §5."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
+
+    redis_url: str | None = Field(default=None, repr=False)
+    """`redis://`, `rediss://` (TLS) or `unix://`, with password and database; unset: embedded."""
+    input_stream: str = "{thoughtline}:raw"
+    output_stream: str = "{thoughtline}:normalized"
+    dead_stream: str = "{thoughtline}:dead"
+    deltas_stream: str = "{thoughtline}:deltas"
+    group: str = Field(default="thoughtline", min_length=1)
+    batch_size: int = Field(default=200, ge=1, le=100_000)
+    block_ms: int = Field(default=1000, ge=1)
+    """How long a read waits; 0 would mean forever in Redis and a shutdown would hang on it."""
+    min_idle_ms: int = Field(default=60_000, ge=1)
+    max_deliveries: int = Field(default=5, ge=1)
+    max_payload_bytes: int = Field(default=DEFAULT_MAX_PAYLOAD_BYTES, ge=1)
+    metrics_port: int = Field(default=9464, ge=0, le=65535)
+    """0 picks a free port (tests); the chosen port is logged."""
+    log_level: LogLevel = "INFO"
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url_scheme(cls, value: str | None) -> str | None:
+        if value is None or value.strip() == "":
+            return None
+        if not value.startswith(REDIS_SCHEMES):
+            raise ValueError(f"must start with one of {', '.join(REDIS_SCHEMES)}")
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_case_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator(*_STREAM_FIELDS)
+    @classmethod
+    def _stream_has_hash_tag(cls, value: str) -> str:
+        if hash_tag(value) is None:
+            raise ValueError(
+                "must carry a Redis Cluster hash tag such as {thoughtline} so all streams "
+                "share one slot"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _streams_share_one_tag(self) -> Settings:
+        expected = hash_tag(self.input_stream)
+        for field_name in _STREAM_FIELDS[1:]:
+            tag = hash_tag(getattr(self, field_name))
+            if tag != expected:
+                raise ValueError(
+                    f"{env_name(field_name)} has hash tag {{{tag}}} but "
+                    f"{env_name('input_stream')} has {{{expected}}}: one atomic step writes "
+                    "to all streams, so they must share one hash tag"
+                )
+        return self
+
+    def stream_keys(self) -> tuple[str, str, str, str]:
+        """Input, output, dead-letter and deltas keys, in the order the commit script wants."""
+        return (self.input_stream, self.output_stream, self.dead_stream, self.deltas_stream)
+
+
+def hash_tag(key: str) -> str | None:
+    """The part of `key` Redis Cluster hashes: text between the first `{` and the next `}`."""
+    start = key.find("{")
+    if start < 0:
+        return None
+    end = key.find("}", start + 1)
+    if end <= start + 1:
+        return None
+    return key[start + 1 : end]
+
+
+def env_name(field_name: str) -> str:
+    return f"{ENV_PREFIX}{field_name.upper()}"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment (and `overrides`), or one `SettingsError` line."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except pydantic.ValidationError as error:
+        raise SettingsError(_describe(error)) from None
+
+
+def _describe(error: pydantic.ValidationError) -> str:
+    problems = []
+    for detail in error.errors(include_url=False):
+        location = detail.get("loc", ())
+        message = str(detail.get("msg", "invalid value")).removeprefix("Value error, ")
+        if not location:  # a whole-model check: its message names the variables itself
+            problems.append(message)
+            continue
+        field_name = str(location[0])
+        shown = "" if field_name in _SECRET_FIELDS else f"={detail.get('input')!r}"
+        problems.append(f"{env_name(field_name)}{shown}: {message}")
+    return "invalid settings: " + "; ".join(problems)

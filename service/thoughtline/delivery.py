@@ -1,0 +1,204 @@
+"""The effectively-once step (DESIGN §5): outputs added and the input acknowledged in one go.
+
+`COMMIT_SCRIPT` runs server-side, so for each entry of a batch it is atomic: if the entry is
+still pending in the group it adds the entry's outputs (record, deltas or dead letter) and then
+`XACK`s it; if it is no longer pending (another worker reclaimed and finished it while this
+one was slow) it adds nothing. This is the issue's "publish only what your own `XACK`
+acknowledged", with one refinement: the pending check comes first and the `XACK` last, so an
+`XADD` that fails (out of memory, a key of the wrong type) leaves its entry pending for a
+retry instead of acknowledged without its record. A script is re-run safely after a lost
+reply: what it already committed is no longer pending and is skipped.
+
+Every key is passed in `KEYS` and all share one hash tag (checked in `config`), so the script
+runs on Redis Cluster too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Final
+
+import redis.asyncio as redis_asyncio
+from redis import exceptions as redis_errors
+
+from thoughtline.config import Settings
+from thoughtline.entries import Outcome
+
+logger = logging.getLogger(__name__)
+
+COMMIT_SCRIPT: Final = """
+-- KEYS[1]: the input stream; KEYS[2..]: the streams an entry may write to.
+-- ARGV[1]: the group; then per entry: its id, its output count, and per output the KEYS
+-- index, the item count and the field/value items. Returns 1 (committed) or 0 per entry.
+local group = ARGV[1]
+local position = 2
+local results = {}
+while position <= #ARGV do
+  local entry_id = ARGV[position]
+  local output_count = tonumber(ARGV[position + 1])
+  position = position + 2
+  local pending = #redis.call('XPENDING', KEYS[1], group, entry_id, entry_id, 1)
+  for _ = 1, output_count do
+    local key = KEYS[tonumber(ARGV[position])]
+    local item_count = tonumber(ARGV[position + 1])
+    if pending == 1 then
+      redis.call('XADD', key, '*', unpack(ARGV, position + 2, position + 1 + item_count))
+    end
+    position = position + 2 + item_count
+  end
+  if pending == 1 then
+    redis.call('XACK', KEYS[1], group, entry_id)
+  end
+  results[#results + 1] = pending
+end
+return results
+"""
+
+FORGET_CONSUMER_SCRIPT: Final = """
+-- KEYS[1]: the input stream; ARGV: the group and the consumer. Deletes the consumer only if
+-- it holds no pending entry (deleting it would make those entries unclaimable), atomically.
+if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) == 0 then
+  return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+end
+return -1
+"""
+
+MAX_SCRIPT_ARGUMENT_BYTES: Final = 16 * 1024 * 1024
+"""One script call carries at most about this much (a single larger entry goes alone)."""
+RETRY_FIRST_SECONDS: Final = 0.1
+RETRY_MAX_SECONDS: Final = 5.0
+TRANSIENT_ERRORS: Final = (
+    redis_errors.ConnectionError,
+    redis_errors.TimeoutError,
+    redis_errors.BusyLoadingError,
+    OSError,
+)
+
+
+class GroupVanishedError(Exception):
+    """The consumer group is gone (Redis restarted empty, or someone deleted it)."""
+
+
+class Committer:
+    """Runs `COMMIT_SCRIPT` for batches of outcomes, retrying while Redis is unreachable."""
+
+    def __init__(self, client: redis_asyncio.Redis, settings: Settings) -> None:
+        self._script = client.register_script(COMMIT_SCRIPT)
+        self._keys = list(settings.stream_keys())
+        self._key_index = {key: str(index + 1).encode() for index, key in enumerate(self._keys)}
+        self._group = settings.group.encode()
+
+    async def commit(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        """Per outcome: True if its outputs were added and the entry acknowledged now."""
+        committed: list[bool] = []
+        for chunk in _chunks(outcomes):
+            counted = await self._run(self._arguments(chunk), len(chunk))
+            committed += [count == 1 for count in counted]
+        return committed
+
+    def _arguments(self, outcomes: Sequence[Outcome]) -> list[bytes]:
+        arguments = [self._group]
+        for outcome in outcomes:
+            arguments += [outcome.entry_id, str(len(outcome.outputs)).encode()]
+            for output in outcome.outputs:
+                arguments += [self._key_index[output.stream], str(len(output.fields)).encode()]
+                arguments += output.fields
+        return arguments
+
+    async def _run(self, arguments: list[bytes], entry_count: int) -> list[int]:
+        delay = RETRY_FIRST_SECONDS
+        attempt = 1
+        while True:
+            try:
+                result: list[int] = await self._script(keys=self._keys, args=arguments)
+                if attempt > 1:
+                    logger.warning("commit succeeded after %d attempts", attempt)
+                return result
+            except redis_errors.ResponseError as error:
+                if "NOGROUP" in str(error):
+                    raise GroupVanishedError(str(error)) from error
+                _log_retry("Redis refused the commit", error, attempt, entry_count, delay)
+            except TRANSIENT_ERRORS as error:
+                _log_retry("Redis unreachable while committing", error, attempt, entry_count, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_SECONDS)
+            attempt += 1
+
+
+def _log_retry(what: str, error: Exception, attempt: int, entry_count: int, delay: float) -> None:
+    # The error text of redis-py names hosts and commands, never argument values.
+    logger.warning(
+        "%s of %d entries (attempt %d): %s: %s; retrying in %.1f s",
+        what, entry_count, attempt, type(error).__name__, error, delay,
+    )  # fmt: skip
+
+
+def _chunks(outcomes: Sequence[Outcome]) -> Iterator[Sequence[Outcome]]:
+    start = 0
+    size = 0
+    for index, outcome in enumerate(outcomes):
+        outcome_size = sum(len(item) for output in outcome.outputs for item in output.fields)
+        if index > start and size + outcome_size > MAX_SCRIPT_ARGUMENT_BYTES:
+            yield outcomes[start:index]
+            start, size = index, 0
+        size += outcome_size
+    if start < len(outcomes):
+        yield outcomes[start:]
+
+
+async def forget_consumer(
+    client: redis_asyncio.Redis, settings: Settings, consumer: str
+) -> bool:
+    """Delete this worker's consumer from the group if it holds nothing; True if deleted."""
+    result = await client.eval(
+        FORGET_CONSUMER_SCRIPT, 1, settings.input_stream, settings.group, consumer
+    )
+    return int(result) >= 0
+
+
+async def ensure_group(client: redis_asyncio.Redis, settings: Settings) -> bool:
+    """Create the group at id 0 (entries added before any worker ran are read too).
+
+    Returns True when it had to be created. FastStream would create it at `$` and skip them.
+    """
+    try:
+        await client.xgroup_create(settings.input_stream, settings.group, id="0", mkstream=True)
+    except redis_errors.ResponseError as error:
+        if "BUSYGROUP" not in str(error):
+            raise
+        return False
+    return True
+
+
+async def claim_idle(
+    client: redis_asyncio.Redis, settings: Settings, consumer: str, cursor: bytes
+) -> tuple[bytes, list[tuple[bytes, dict[bytes, bytes], int]]]:
+    """One `XAUTOCLAIM` page: (next cursor, [(entry id, fields, times delivered)]).
+
+    The delivery counts come from `XPENDING` right after the claim (which counted itself).
+    """
+    response = await client.xautoclaim(
+        settings.input_stream,
+        settings.group,
+        consumer,
+        min_idle_time=settings.min_idle_ms,
+        start_id=cursor,
+        count=settings.batch_size,
+    )
+    next_cursor: bytes = response[0]
+    claimed = [(entry_id, fields) for entry_id, fields in response[1] if entry_id is not None]
+    if not claimed:
+        return next_cursor, []
+    async with client.pipeline(transaction=False) as pipeline:
+        for entry_id, _ in claimed:
+            pipeline.xpending_range(
+                settings.input_stream, settings.group, min=entry_id, max=entry_id, count=1
+            )
+        pending_lists = await pipeline.execute()
+    entries = []
+    for (entry_id, fields), pending in zip(claimed, pending_lists, strict=True):
+        times_delivered = int(pending[0]["times_delivered"]) if pending else 1
+        entries.append((entry_id, fields, times_delivered))
+    return next_cursor, entries

@@ -1,0 +1,214 @@
+"""One input entry (DESIGN §2) -> what to write for it: its record (plus deltas) or a dead letter.
+
+No I/O: the worker reads entries, calls `process`, and hands the `Outcome`s to the atomic
+commit step (`thoughtline.delivery`). Every way an entry can fail ends here as a dead letter
+with a stable reason (`errors.NormalizeReason`), so the worker never stops on bad input.
+
+Entries come as plain `XADD` fields (`payload`, `format`, `id`, `meta`, `kind`, `deltas`) or
+as FastStream publishes (one `__data__` field holding FastStream's envelope): the published
+object's keys are read as the fields, or, when it has no `payload` key, the published body is
+the payload and FastStream headers may carry `format`, `id`, `meta` and `kind`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+from faststream.redis.parser.binary import BinaryMessageFormatV1
+
+from thoughtline.config import Settings
+from thoughtline.errors import NormalizeError
+from thoughtline.normalize import normalize
+from thoughtline.record import Record, encode
+
+Fields = Mapping[bytes, bytes]
+FASTSTREAM_DATA_FIELD: Final = b"__data__"
+DEAD_LETTER_FIELDS: Final = (b"reason", b"error", b"delivery_count", b"entry_id")
+MAX_DEAD_LETTER_ITEMS: Final = 4000
+_ENTRY_FIELDS: Final = ("payload", "format", "id", "meta", "kind", "deltas")
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One `XADD` the commit step makes: the stream key and the flat field/value list."""
+
+    stream: str
+    fields: list[bytes]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one entry turned into; published only if its acknowledgement counts."""
+
+    entry_id: bytes
+    outputs: list[Output]
+    format_name: str | None
+    record: Record | None = None
+    dead_reason: str | None = None
+    seconds: float = field(default=0.0)
+
+
+def process(entry_id: bytes, raw_fields: Fields, delivery_count: int, settings: Settings) -> Outcome:
+    """The record output (or dead letter) for one stream entry delivered `delivery_count` times."""
+    declared_format: str | None = None
+    try:
+        fields = entry_fields(raw_fields)
+        declared_format = _text(fields.get(b"format")) or None
+        if delivery_count > settings.max_deliveries:
+            raise NormalizeError(
+                "too_many_deliveries",
+                f"delivered {delivery_count} times, more than THOUGHTLINE_MAX_DELIVERIES="
+                f"{settings.max_deliveries}",
+            )
+        record, extra_outputs = _normalize_entry(entry_id, fields, settings)
+    except NormalizeError as error:
+        return dead_letter(entry_id, raw_fields, declared_format, error, delivery_count, settings)
+    except Exception as error:  # a normalizer bug must not stop the worker: dead-letter it
+        # Only the type name: an exception message may quote payload text.
+        crash = NormalizeError("normalizer_crash", f"the normalizer raised {type(error).__name__}")
+        return dead_letter(entry_id, raw_fields, declared_format, crash, delivery_count, settings)
+    record_fields = [b"record", encode(record), b"id", record.id.encode(), b"format"]
+    record_fields.append(record.format.encode())
+    if fields.get(b"kind") == b"request":
+        record_fields += [b"kind", b"request"]
+    outputs = [Output(settings.output_stream, record_fields), *extra_outputs]
+    return Outcome(entry_id, outputs, record.format, record=record)
+
+
+def dead_letter(
+    entry_id: bytes,
+    raw_fields: Fields,
+    format_name: str | None,
+    error: NormalizeError,
+    delivery_count: int,
+    settings: Settings,
+) -> Outcome:
+    """Every original field untouched, then `reason`, `error`, `delivery_count`, `entry_id`."""
+    fields: list[bytes] = []
+    for name, value in raw_fields.items():
+        fields += [name, value]
+    message = " ".join(error.message.split())  # one line, whatever the cause
+    if len(fields) > MAX_DEAD_LETTER_ITEMS:  # Lua's unpack() limit; no real entry comes close
+        fields = fields[:MAX_DEAD_LETTER_ITEMS]
+        message += f" (only the first {MAX_DEAD_LETTER_ITEMS // 2} fields are kept)"
+    fields += [b"reason", error.reason.encode(), b"error", message.encode()]
+    fields += [b"delivery_count", str(delivery_count).encode(), b"entry_id", entry_id]
+    output = Output(settings.dead_stream, fields)
+    return Outcome(entry_id, [output], format_name, dead_reason=error.reason)
+
+
+def entry_fields(raw_fields: Fields) -> Fields:
+    """The entry's fields, unwrapped from FastStream's envelope when it was published that way."""
+    envelope = raw_fields.get(FASTSTREAM_DATA_FIELD)
+    if envelope is None:
+        return raw_fields
+    body, headers = BinaryMessageFormatV1.parse(envelope)
+    try:
+        published = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        published = None
+    if isinstance(published, dict) and "payload" in published:
+        return _as_fields(published)
+    unwrapped = _as_fields({name: headers[name] for name in _ENTRY_FIELDS if name in headers})
+    return {**unwrapped, b"payload": body}
+
+
+def _as_fields(values: Mapping[str, Any]) -> dict[bytes, bytes]:
+    fields = {}
+    for name in _ENTRY_FIELDS:
+        value = values.get(name)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            fields[name.encode()] = value.encode()
+        elif isinstance(value, bytes):
+            fields[name.encode()] = value
+        else:  # an object published as an object: its JSON (no longer the producer's bytes)
+            fields[name.encode()] = msgspec.json.encode(value)
+    return fields
+
+
+def _normalize_entry(
+    entry_id: bytes, fields: Fields, settings: Settings
+) -> tuple[Record, list[Output]]:
+    if not fields:
+        raise NormalizeError("invalid_entry", "the entry has no fields (deleted from the stream?)")
+    payload = fields.get(b"payload")
+    if payload is None:
+        raise NormalizeError("invalid_entry", "the entry has no `payload` field")
+    if len(payload) > settings.max_payload_bytes:
+        raise NormalizeError(
+            "too_large",
+            f"payload is {len(payload)} bytes, over THOUGHTLINE_MAX_PAYLOAD_BYTES="
+            f"{settings.max_payload_bytes}",
+        )
+    format_name = _text(fields.get(b"format")) or None
+    record_id = _text(fields.get(b"id")) or entry_id.decode()
+    meta = fields.get(b"meta")
+    kind = fields.get(b"kind", b"response")
+    wants_deltas = _wants_deltas(fields.get(b"deltas"))
+    if kind == b"request":
+        if wants_deltas:
+            raise NormalizeError("invalid_entry", "deltas=1 applies to responses, not requests")
+        request_normalizer = _optional("thoughtline.replay", "normalize_request", "kind=request")
+        return request_normalizer(payload, format_name, record_id=record_id, meta=meta), []
+    if kind != b"response":
+        raise NormalizeError("invalid_entry", "`kind` must be `response` or `request`")
+    if not wants_deltas:
+        record = normalize(
+            payload,
+            format_name,
+            record_id=record_id,
+            meta=meta,
+            max_payload_bytes=settings.max_payload_bytes,
+        )
+        return record, []
+    with_deltas = _optional("thoughtline.streams", "normalize_with_deltas", "deltas=1")
+    record, deltas = with_deltas(
+        payload,
+        format_name,
+        record_id=record_id,
+        meta=meta,
+        max_payload_bytes=settings.max_payload_bytes,
+    )
+    return record, [_delta_output(delta, record, settings) for delta in deltas]
+
+
+def _delta_output(delta: msgspec.Struct, record: Record, settings: Settings) -> Output:
+    fields = [b"delta", msgspec.json.encode(delta), b"id", record.id.encode()]
+    return Output(settings.deltas_stream, [*fields, b"format", record.format.encode()])
+
+
+def _optional(module_name: str, function_name: str, feature: str) -> Callable[..., Any]:
+    """A function another part of Thoughtline provides; its absence dead-letters the entry."""
+    try:
+        function: Callable[..., Any] = getattr(
+            importlib.import_module(module_name), function_name
+        )
+    except (ImportError, AttributeError):
+        raise NormalizeError(
+            "invalid_entry",
+            f"{feature} needs {module_name}.{function_name}, which this version does not have",
+        ) from None
+    return function
+
+
+def _wants_deltas(value: bytes | None) -> bool:
+    if value in (None, b"", b"0"):
+        return False
+    if value == b"1":
+        return True
+    raise NormalizeError("invalid_entry", "`deltas` must be `0` or `1`")
+
+
+def _text(value: bytes | None) -> str:
+    if value is None:
+        return ""
+    try:
+        return value.decode()
+    except UnicodeDecodeError:
+        raise NormalizeError("invalid_entry", "an entry field is not UTF-8") from None

@@ -1,0 +1,216 @@
+"""Every Prometheus metric of the service (DESIGN §6), and the small HTTP server that shows them.
+
+    thoughtline_records_total{format,outcome}        outcome: normalized | dead_lettered | skipped
+    thoughtline_leaked_thought_total{format,code}    code: detection_codes.LEAKED_THOUGHT | other
+    thoughtline_malformed_parts_total{format,code}   code: detection_codes.MALFORMED_PART | other
+    thoughtline_dead_letters_total{reason}           reason: errors.NormalizeReason | other
+    thoughtline_normalize_seconds                    histogram, one observation per entry
+    thoughtline_tokens_total{format,kind}            kind: input | output | reasoning | cached
+    thoughtline_reclaimed_total                      entries taken over from idle consumers
+    thoughtline_stream_lag                           entries not yet done by the group
+
+Every label value comes from a fixed set (an unknown one becomes `other` / `unknown`), so no
+model name, id or payload text can grow the number of series. `skipped` counts entries another
+worker had already acknowledged (reclaimed while this one was slow): nothing was published.
+
+FastStream's own Prometheus middleware reports on the same registry (`faststream_*`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Final, get_args
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import generate_latest
+
+from thoughtline.detection_codes import LEAKED_THOUGHT, MALFORMED_PART
+from thoughtline.errors import NormalizeReason
+from thoughtline.record import KNOWN_FORMATS, Record
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_FORMAT: Final = "unknown"
+OTHER: Final = "other"
+FORMAT_LABELS: Final = (*KNOWN_FORMATS, UNKNOWN_FORMAT)
+OUTCOMES: Final = ("normalized", "dead_lettered", "skipped")
+DEAD_LETTER_REASONS: Final = (*get_args(NormalizeReason), OTHER)
+TOKEN_KINDS: Final = ("input", "output", "reasoning", "cached")
+NORMALIZE_BUCKETS: Final = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+)  # fmt: skip
+
+
+def format_label(value: str | None) -> str:
+    return value if value in KNOWN_FORMATS else UNKNOWN_FORMAT
+
+
+def _bounded(value: str, allowed: tuple[str, ...] | dict[str, str]) -> str:
+    return value if value in allowed else OTHER
+
+
+class Metrics:
+    """The metrics of one worker, on their own registry (tests run several workers at once)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.records = Counter(
+            "thoughtline_records_total",
+            "Entries finished, by provider format and outcome.",
+            ["format", "outcome"],
+            registry=self.registry,
+        )
+        self.leaked_thought = Counter(
+            "thoughtline_leaked_thought_total",
+            "Reasoning found in visible text (detections of kind leaked_thought).",
+            ["format", "code"],
+            registry=self.registry,
+        )
+        self.malformed_parts = Counter(
+            "thoughtline_malformed_parts_total",
+            "Malformed parts (detections of kind malformed_part).",
+            ["format", "code"],
+            registry=self.registry,
+        )
+        self.dead_letters = Counter(
+            "thoughtline_dead_letters_total",
+            "Entries moved to the dead-letter stream, by reason.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.normalize_seconds = Histogram(
+            "thoughtline_normalize_seconds",
+            "Time to turn one entry into its record or dead letter.",
+            buckets=NORMALIZE_BUCKETS,
+            registry=self.registry,
+        )
+        self.tokens = Counter(
+            "thoughtline_tokens_total",
+            "Tokens reported by providers in normalized records.",
+            ["format", "kind"],
+            registry=self.registry,
+        )
+        self.reclaimed = Counter(
+            "thoughtline_reclaimed_total",
+            "Entries taken over from consumers idle past THOUGHTLINE_MIN_IDLE_MS.",
+            registry=self.registry,
+        )
+        self.stream_lag = Gauge(
+            "thoughtline_stream_lag",
+            "Entries of the input stream the group has not finished: not yet read plus pending "
+            "(pending only on Redis < 7, which does not report the lag).",
+            registry=self.registry,
+        )
+        self._zero_every_series()
+
+    def _zero_every_series(self) -> None:
+        """Create every label combination at 0, so `rate()` and alerts see series from start."""
+        for format_name in FORMAT_LABELS:
+            for outcome in OUTCOMES:
+                self.records.labels(format_name, outcome)
+            for code in (*LEAKED_THOUGHT, OTHER):
+                self.leaked_thought.labels(format_name, code)
+            for code in (*MALFORMED_PART, OTHER):
+                self.malformed_parts.labels(format_name, code)
+            for kind in TOKEN_KINDS:
+                self.tokens.labels(format_name, kind)
+        for reason in DEAD_LETTER_REASONS:
+            self.dead_letters.labels(reason)
+
+    def observe_record(self, record: Record) -> None:
+        """Count one published record: outcome, detections and token usage."""
+        format_name = format_label(record.format)
+        self.records.labels(format_name, "normalized").inc()
+        for detection in record.detections:
+            if detection.kind == "leaked_thought":
+                code = _bounded(detection.code, LEAKED_THOUGHT)
+                self.leaked_thought.labels(format_name, code).inc()
+            else:
+                code = _bounded(detection.code, MALFORMED_PART)
+                self.malformed_parts.labels(format_name, code).inc()
+        usage = record.usage
+        for kind, count in (
+            ("input", usage.input_tokens),
+            ("output", usage.output_tokens),
+            ("reasoning", usage.reasoning_tokens),
+            ("cached", usage.cached_input_tokens),
+        ):
+            if count:
+                self.tokens.labels(format_name, kind).inc(count)
+
+    def observe_dead_letter(self, format_name: str | None, reason: str) -> None:
+        self.records.labels(format_label(format_name), "dead_lettered").inc()
+        self.dead_letters.labels(_bounded(reason, DEAD_LETTER_REASONS)).inc()
+
+    def observe_skipped(self, format_name: str | None) -> None:
+        self.records.labels(format_label(format_name), "skipped").inc()
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+Readiness = Callable[[], Awaitable[str | None]]
+"""Returns None when ready, else the one-line reason it is not."""
+
+
+class HealthServer:
+    """`/metrics`, `/healthz` (the process answers) and `/readyz` (Redis and group are there).
+
+    A plain asyncio server on the worker's own event loop: no thread, no framework, and a
+    wedged loop shows up as a failing `/healthz`, which is what a liveness probe should see.
+    """
+
+    def __init__(
+        self, metrics: Metrics, readiness: Readiness, before_scrape: Callable[[], Awaitable[None]]
+    ) -> None:
+        self._metrics = metrics
+        self._readiness = readiness
+        self._before_scrape = before_scrape
+        self._server: asyncio.Server | None = None
+
+    async def start(self, port: int, host: str = "0.0.0.0") -> int:  # noqa: S104 - probes
+        """Listen and return the port (the chosen one when `port` is 0)."""
+        self._server = await asyncio.start_server(self._handle, host, port)
+        bound_port: int = self._server.sockets[0].getsockname()[1]
+        return bound_port
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+            self._server = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request_line = await asyncio.wait_for(reader.readline(), timeout=5)
+            await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
+            status, content_type, body = await self._respond(request_line)
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            status, content_type, body = "400 Bad Request", "text/plain", b"bad request\n"
+        head = (
+            f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        with contextlib.suppress(ConnectionError):
+            writer.write(head.encode() + body)
+            await writer.drain()
+            writer.close()
+
+    async def _respond(self, request_line: bytes) -> tuple[str, str, bytes]:
+        parts = request_line.split()
+        path = parts[1].split(b"?")[0] if len(parts) >= 2 else b""
+        if path == b"/metrics":
+            await self._before_scrape()
+            return "200 OK", CONTENT_TYPE_LATEST, self._metrics.exposition()
+        if path == b"/healthz":
+            return "200 OK", "text/plain", b"ok\n"
+        if path == b"/readyz":
+            problem = await self._readiness()
+            if problem is None:
+                return "200 OK", "text/plain", b"ready\n"
+            return "503 Service Unavailable", "text/plain", f"not ready: {problem}\n".encode()
+        return "404 Not Found", "text/plain", b"try /metrics, /healthz or /readyz\n"

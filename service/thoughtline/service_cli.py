@@ -1,0 +1,230 @@
+"""The service commands of `thoughtline` (DESIGN §7): serve, publish, tail, demo, asyncapi.
+
+    thoughtline serve                 one worker; no THOUGHTLINE_REDIS_URL: an embedded Redis
+    thoughtline publish FILE...       XADD raw payloads (format detected, or --format)
+    thoughtline tail [--json]         follow normalized records (or --dead: dead letters)
+    thoughtline demo                  embedded Redis, bundled samples, records and counters
+    thoughtline asyncapi [--write F]  the AsyncAPI document of the worker
+
+Invalid settings print one line naming the variable and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import Final
+
+import redis
+
+from thoughtline import console, streams
+from thoughtline.config import Settings, SettingsError, load_settings
+from thoughtline.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
+from thoughtline.errors import NormalizeError, ThoughtlineError
+from thoughtline.normalize import detect_format
+from thoughtline.record import KNOWN_FORMATS
+
+EXIT_INVALID_SETTINGS: Final = 2
+PROGRESS_EVERY: Final = 500
+Subparsers = argparse._SubParsersAction  # noqa: SLF001 - argparse's own type
+
+
+def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
+    serve = subparsers.add_parser("serve", help="run one worker (scale with processes)")
+    serve.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
+                       help="embedded Redis data folder (default: .thoughtline/redis)")  # fmt: skip
+    serve.set_defaults(command=run_serve)
+
+    publish = subparsers.add_parser("publish", help="XADD raw payload files to the input stream")
+    publish.add_argument("files", nargs="+", metavar="FILE", help="payload files; - is stdin")
+    publish.add_argument("--format", choices=KNOWN_FORMATS, help="skip format detection")
+    publish.add_argument("--id", help="the entry id (default: the file name)")
+    publish.add_argument("--meta", help="a JSON object passed through into the record")
+    publish.add_argument("--kind", choices=("response", "request"), default=None)
+    publish.add_argument("--deltas", action="store_true", help="also publish one delta per chunk")
+    publish.set_defaults(command=run_publish)
+
+    tail = subparsers.add_parser("tail", help="follow normalized records")
+    tail.add_argument("--json", action="store_true", help="print each record as JSON")
+    tail.add_argument("--dead", action="store_true", help="follow the dead-letter stream")
+    tail.add_argument("--from-start", action="store_true", help="begin at the first entry")
+    tail.add_argument("--count", type=int, default=None, help="stop after this many")
+    tail.set_defaults(command=run_tail)
+
+    demo_command = subparsers.add_parser("demo", help="try it: embedded Redis and sample data")
+    demo_command.set_defaults(command=run_demo)
+
+    asyncapi = subparsers.add_parser("asyncapi", help="print or write the AsyncAPI document")
+    asyncapi.add_argument("--write", type=Path, metavar="FILE")
+    asyncapi.set_defaults(command=run_asyncapi)
+
+
+def run_serve(arguments: argparse.Namespace) -> int:
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        return _invalid_settings(error)
+    _configure_logging(settings)
+    from thoughtline.worker import Worker  # noqa: PLC0415 - FastStream only when serving
+
+    embedded: EmbeddedRedis | None = None
+    url = settings.redis_url
+    if url is None:
+        embedded = EmbeddedRedis(arguments.data_dir)
+        url = embedded.start()
+        print(f"thoughtline: no THOUGHTLINE_REDIS_URL set; started an embedded Redis at {url} "
+              f"(data in {arguments.data_dir})", flush=True)  # fmt: skip
+    try:
+        return asyncio.run(Worker(settings, url).run())
+    except (redis.RedisError, OSError) as error:
+        print(f"thoughtline: cannot use Redis: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+def run_publish(arguments: argparse.Namespace) -> int:
+    settings, client = _connect()
+    if client is None:
+        return EXIT_INVALID_SETTINGS if settings is None else 1
+    assert settings is not None
+    status = 0
+    published = 0
+    with client.pipeline(transaction=False) as pipeline:
+        for name in arguments.files:
+            try:
+                fields = _entry_for_file(name, arguments, settings)
+            except (NormalizeError, OSError) as error:
+                print(f"thoughtline: {name}: {_one_line(error)}", file=sys.stderr)
+                status = 1
+                continue
+            pipeline.xadd(settings.input_stream, fields)  # type: ignore[arg-type]
+            if len(pipeline) >= 100:
+                published += _flush(pipeline, arguments.files, published)
+        published += _flush(pipeline, arguments.files, published)
+    print(f"published {published} entries to {settings.input_stream}", file=sys.stderr)
+    return status
+
+
+def _flush(pipeline: redis.client.Pipeline, files: list[str], done: int) -> int:
+    entry_ids = pipeline.execute()
+    if len(files) <= 20:
+        for name, entry_id in zip(files[done:], entry_ids, strict=False):
+            print(f"{name} -> {entry_id.decode()}")
+    elif (done + len(entry_ids)) // PROGRESS_EVERY != done // PROGRESS_EVERY:
+        print(f"  {done + len(entry_ids)}/{len(files)}", file=sys.stderr, flush=True)
+    return len(entry_ids)
+
+
+def _entry_for_file(
+    name: str, arguments: argparse.Namespace, settings: Settings
+) -> dict[str, bytes]:
+    from thoughtline.client import entry  # noqa: PLC0415
+
+    payload = _read(name, settings.max_payload_bytes)
+    entry_format = arguments.format or _detected_format(payload)
+    return entry(
+        payload,
+        format=entry_format,
+        id=arguments.id or ("stdin" if name == "-" else Path(name).name),
+        meta=arguments.meta,
+        kind=arguments.kind,
+        deltas=arguments.deltas,
+    )
+
+
+def _detected_format(payload: bytes) -> str | None:
+    """The format of a single response body; a recorded stream is left to the worker."""
+    body = payload.strip()
+    if streams.looks_like_stream(body):
+        return None
+    try:
+        return detect_format(body)
+    except NormalizeError as error:
+        raise NormalizeError(error.reason, f"{error.message}; or pass --format") from None
+
+
+def _read(name: str, limit: int) -> bytes:
+    if name == "-":
+        data = sys.stdin.buffer.read(limit + 1)
+    else:
+        with open(name, "rb") as stream:
+            data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise NormalizeError("too_large", f"over THOUGHTLINE_MAX_PAYLOAD_BYTES={limit}")
+    return data
+
+
+def run_tail(arguments: argparse.Namespace) -> int:
+    settings, client = _connect()
+    if client is None:
+        return EXIT_INVALID_SETTINGS if settings is None else 1
+    assert settings is not None
+    stream = settings.dead_stream if arguments.dead else settings.output_stream
+    last_id = "0" if arguments.from_start else "$"
+    shown = 0
+    while arguments.count is None or shown < arguments.count:
+        response = client.xread({stream: last_id}, count=100, block=1000)
+        for _, page in response or []:
+            for entry_id, fields in page:
+                last_id = entry_id.decode()
+                print(console.describe_entry(entry_id, fields, as_json=arguments.json), flush=True)
+                shown += 1
+                if arguments.count is not None and shown >= arguments.count:
+                    return 0
+    return 0
+
+
+def run_demo(arguments: argparse.Namespace) -> int:
+    from thoughtline import demo  # noqa: PLC0415 - FastStream only when needed
+
+    _configure_logging(Settings(log_level="WARNING", redis_url=None))
+    return asyncio.run(demo.run())
+
+
+def run_asyncapi(arguments: argparse.Namespace) -> int:
+    from thoughtline.worker import asyncapi_document  # noqa: PLC0415
+
+    document = asyncapi_document()
+    if arguments.write is None:
+        sys.stdout.buffer.write(document)
+    else:
+        arguments.write.write_bytes(document)
+        print(f"wrote {arguments.write}")
+    return 0
+
+
+def _connect() -> tuple[Settings | None, redis.Redis | None]:
+    """Settings and a client: THOUGHTLINE_REDIS_URL, else the embedded Redis `serve` started."""
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        _invalid_settings(error)
+        return None, None
+    url = settings.redis_url or running_url()
+    if url is None:
+        print("thoughtline: no Redis: set THOUGHTLINE_REDIS_URL, or run `thoughtline serve` "
+              "in this folder first", file=sys.stderr)  # fmt: skip
+        return settings, None
+    return settings, redis.Redis.from_url(url, socket_connect_timeout=5)
+
+
+def _invalid_settings(error: ThoughtlineError) -> int:
+    print(f"thoughtline: {error}", file=sys.stderr)
+    return EXIT_INVALID_SETTINGS
+
+
+def _configure_logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())

@@ -1,0 +1,312 @@
+"""The worker (DESIGN §5): a FastStream app that turns raw entries into records, effectively once.
+
+    XREADGROUP (FastStream batch subscriber) ──┐
+    XAUTOCLAIM of idle entries (reclaimer) ────┴─> entries.process ─> delivery.Committer
+                                                   (record | dead letter)   (one script: add + ack)
+
+One worker per process, its consumer name `<host>-<pid>`. The group is created at id 0
+before the broker starts (FastStream would create it at `$` and skip entries published
+before the first worker ran). FastStream never acknowledges anything itself
+(`AckPolicy.MANUAL`): the commit script does, only together with the outputs.
+
+Exit status of `run()`: 0 after SIGTERM/SIGINT (the batch in flight is finished first),
+3 when the worker cannot go on (the group vanished under the reader): a supervisor restarts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Sequence
+from typing import Any, Final
+
+import redis.asyncio as redis_asyncio
+from faststream import FastStream
+from faststream.message import StreamMessage
+from faststream.middlewares import AckPolicy
+from faststream.redis import RedisBroker, StreamSub
+from faststream.redis.message import FAKE_CONSUMER, RedisBatchStreamMessage
+from faststream.redis.prometheus import RedisPrometheusMiddleware
+from redis import exceptions as redis_errors
+
+from thoughtline.config import Settings
+from thoughtline.delivery import (
+    TRANSIENT_ERRORS,
+    Committer,
+    GroupVanishedError,
+    claim_idle,
+    ensure_group,
+    forget_consumer,
+)
+from thoughtline.entries import Fields, Outcome, process
+from thoughtline.metrics import HealthServer, Metrics
+
+logger = logging.getLogger(__name__)
+
+EXIT_FATAL: Final = 3
+GRACEFUL_TIMEOUT_SECONDS: Final = 30.0
+STARTUP_RETRY_SECONDS: Final = 30.0
+Entry = tuple[bytes, Fields, int]
+"""(stream entry id, fields, times delivered)."""
+
+
+def consumer_name() -> str:
+    """Unique per process, stable for its life: a restarted worker is a new consumer."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class Worker:
+    """One worker: the FastStream app, the reclaimer and the metrics/health server."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        redis_url: str,
+        *,
+        consumer: str | None = None,
+        metrics: Metrics | None = None,
+        specification_url: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.consumer = consumer or consumer_name()
+        self.metrics = metrics or Metrics()
+        self.client = redis_asyncio.Redis.from_url(redis_url, socket_connect_timeout=5)
+        self.committer = Committer(self.client, settings)
+        self.health = HealthServer(self.metrics, self._readiness, self._refresh_lag)
+        self.metrics_port: int | None = None
+        self.exit_code = 0
+        self._stopping = False
+        self._reclaimer: asyncio.Task[None] | None = None
+        self.broker = RedisBroker(
+            redis_url,
+            apply_types=False,  # the handler takes the raw batch: no per-entry validation
+            graceful_timeout=GRACEFUL_TIMEOUT_SECONDS,
+            logger=logging.getLogger("thoughtline.faststream"),
+            log_level=logging.DEBUG,  # "Received"/"Processed" per batch: not INFO noise
+            specification_url=specification_url,
+            middlewares=[RedisPrometheusMiddleware(registry=self.metrics.registry)],
+            description="Thoughtline workers: raw LLM provider responses in, records out.",
+        )
+        self.subscriber = self.broker.subscriber(
+            stream=StreamSub(
+                settings.input_stream,
+                group=settings.group,
+                consumer=self.consumer,
+                batch=True,
+                max_records=settings.batch_size,
+                polling_interval=settings.block_ms,
+            ),
+            parser=_parse_batch,
+            decoder=_decode_batch,
+            ack_policy=AckPolicy.MANUAL,
+            title="raw",
+            description="Raw provider responses, one entry each (DESIGN §2).",
+        )
+        self.subscriber(self._consume_batch)
+        self.app = FastStream(
+            self.broker,
+            logger=logger,
+            on_startup=[self._on_startup],
+            after_startup=[self._after_startup],
+            on_shutdown=[self._on_shutdown],
+        )
+
+    async def run(self) -> int:
+        """Run until SIGTERM/SIGINT (exit status 0) or a fatal loss (`EXIT_FATAL`)."""
+        await self.app.run(log_level=logging.INFO)
+        return self.exit_code
+
+    def stop(self) -> None:
+        """Ask the worker to finish its batch in flight and return from `run()` with 0."""
+        self._stopping = True
+        self.app.exit()
+
+    def fail(self, reason: str) -> None:
+        logger.error("%s; exiting with status %d so a supervisor restarts the worker",
+                     reason, EXIT_FATAL)  # fmt: skip
+        self.exit_code = EXIT_FATAL
+        self._stopping = True
+        self.app.exit()
+
+    async def handle(self, entries: Sequence[Entry]) -> list[Outcome]:
+        """Normalize entries, commit them atomically, count them. Never raises on bad input."""
+        outcomes = []
+        for entry_id, fields, delivery_count in entries:
+            started = time.perf_counter()
+            outcome = process(entry_id, fields, delivery_count, self.settings)
+            outcome.seconds = time.perf_counter() - started
+            outcomes.append(outcome)
+        try:
+            committed = await self.committer.commit(outcomes)
+        except GroupVanishedError:
+            logger.warning("the consumer group vanished while committing %d entries", len(entries))
+            await self._recreate_group()
+            return []
+        self._count(outcomes, committed)
+        return [outcome for outcome, done in zip(outcomes, committed, strict=True) if done]
+
+    def _count(self, outcomes: Sequence[Outcome], committed: Sequence[bool]) -> None:
+        metrics = self.metrics
+        for outcome, done in zip(outcomes, committed, strict=True):
+            metrics.normalize_seconds.observe(outcome.seconds)
+            if not done:
+                metrics.observe_skipped(outcome.format_name)
+            elif outcome.record is not None:
+                metrics.observe_record(outcome.record)
+            else:
+                reason = outcome.dead_reason or "other"
+                metrics.observe_dead_letter(outcome.format_name, reason)
+                logger.warning("entry %s dead-lettered: %s", outcome.entry_id.decode(), reason)
+
+    async def _consume_batch(self, batch: dict[str, Any]) -> None:
+        entries = [
+            (entry_id, fields, 1)
+            for entry_id, fields in zip(batch["message_ids"], batch["data"], strict=True)
+        ]
+        await self.handle(entries)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def _on_startup(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signal_number in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):  # replaces FastStream's handler
+                loop.add_signal_handler(signal_number, self.stop)
+        self.metrics_port = await self.health.start(self.settings.metrics_port)
+        logger.info("metrics and health on port %d", self.metrics_port)
+        await self._ensure_group_at_start()
+
+    async def _after_startup(self) -> None:
+        self._reclaimer = asyncio.create_task(self._reclaim_forever(), name="reclaimer")
+        logger.info("worker %s reading %s as group %s", self.consumer,
+                    self.settings.input_stream, self.settings.group)  # fmt: skip
+
+    async def _on_shutdown(self) -> None:
+        if not self._stopping:  # FastStream stopped us: its reader hit a terminal error
+            self.fail("the reader stopped (the consumer group vanished?)")
+        if self._reclaimer is not None:
+            self._reclaimer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reclaimer
+        reader_tasks = list(self.subscriber.tasks)
+        await self.subscriber.stop()  # waits for the batch in flight, then stops reading
+        await asyncio.gather(*reader_tasks, return_exceptions=True)
+        with contextlib.suppress(*TRANSIENT_ERRORS, redis_errors.ResponseError):
+            await self._drain_own_pending()
+        await self.health.stop()
+        await self.client.aclose()
+
+    async def _ensure_group_at_start(self) -> None:
+        deadline = time.monotonic() + STARTUP_RETRY_SECONDS
+        delay = 0.2
+        while True:
+            try:
+                if await ensure_group(self.client, self.settings):
+                    logger.info("created consumer group %s at id 0", self.settings.group)
+                return
+            except TRANSIENT_ERRORS as error:
+                if time.monotonic() > deadline:
+                    raise
+                logger.warning("Redis unreachable at start (%s); retrying in %.1f s",
+                               type(error).__name__, delay)  # fmt: skip
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def _drain_own_pending(self) -> None:
+        """Finish entries this consumer read but had not started when it was told to stop."""
+        response = await self.client.xreadgroup(
+            self.settings.group, self.consumer, {self.settings.input_stream: "0"},
+            count=self.settings.batch_size,
+        )  # fmt: skip
+        entries = [(entry_id, fields, 1) for _, page in response for entry_id, fields in page]
+        if entries:
+            logger.info("finishing %d entries read before the stop", len(entries))
+            await self.handle(entries)
+        await forget_consumer(self.client, self.settings, self.consumer)  # no dead names left
+
+    # --- reclaimer and group watch ---------------------------------------------------------
+
+    async def _reclaim_forever(self) -> None:
+        interval = min(max(self.settings.min_idle_ms / 4000, 0.05), 5.0)
+        delay = interval
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await self.reclaim_once()
+                delay = interval
+            except redis_errors.ResponseError as error:
+                if "NOGROUP" not in str(error):
+                    raise
+                await self._recreate_group()
+            except TRANSIENT_ERRORS as error:
+                delay = min(delay * 2, 5.0)
+                logger.warning("reclaimer: Redis unreachable (%s); retrying in %.1f s",
+                               type(error).__name__, delay)  # fmt: skip
+            if not self.subscriber.running and not self._stopping:
+                self.fail("the reader stopped (the consumer group vanished?)")
+                return
+
+    async def reclaim_once(self) -> int:
+        """Take over every entry idle past `min_idle_ms` and finish it; returns how many."""
+        cursor = b"0-0"
+        total = 0
+        while True:
+            cursor, entries = await claim_idle(self.client, self.settings, self.consumer, cursor)
+            if entries:
+                logger.info("reclaimed %d idle entries", len(entries))
+                self.metrics.reclaimed.inc(len(entries))
+                total += len(entries)
+                await self.handle(entries)
+            if cursor == b"0-0":
+                return total
+
+    async def _recreate_group(self) -> None:
+        with contextlib.suppress(*TRANSIENT_ERRORS):
+            if await ensure_group(self.client, self.settings):
+                logger.warning("the consumer group %s had vanished (Redis restarted empty?); "
+                               "recreated it at id 0", self.settings.group)  # fmt: skip
+
+    # --- health ------------------------------------------------------------------------------
+
+    async def _readiness(self) -> str | None:
+        try:
+            groups = await self.client.xinfo_groups(self.settings.input_stream)
+        except redis_errors.ResponseError:
+            return "the input stream does not exist"
+        except TRANSIENT_ERRORS as error:
+            return f"Redis unreachable ({type(error).__name__})"
+        names = {_text(group["name"]) for group in groups}
+        if self.settings.group not in names:
+            return f"consumer group {self.settings.group} does not exist"
+        if not self.subscriber.running:
+            return "the reader is not running"
+        return None
+
+    async def _refresh_lag(self) -> None:
+        with contextlib.suppress(*TRANSIENT_ERRORS, redis_errors.ResponseError):
+            for group in await self.client.xinfo_groups(self.settings.input_stream):
+                if _text(group["name"]) == self.settings.group:
+                    lag = group.get("lag")  # Redis >= 7; None when Redis cannot tell
+                    pending = int(group.get("pending") or 0)
+                    self.metrics.stream_lag.set(pending + (int(lag) if lag is not None else 0))
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+async def _parse_batch(message: Any, _default_parser: Any) -> StreamMessage[Any]:
+    """Keep the raw batch: FastStream's parser would JSON-encode every entry, then decode it."""
+    parsed: StreamMessage[Any] = RedisBatchStreamMessage(
+        raw_message=message, body=b"", consumer=FAKE_CONSUMER, group=None
+    )
+    return parsed
+
+
+async def _decode_batch(message: StreamMessage[Any], _default_decoder: Any) -> Any:
+    return message.raw_message
