@@ -131,8 +131,8 @@ class MessageAssembler:
                 self._add_tool_calls(read_list(raw))
             elif key == "reasoning_details":
                 added.extend(self._add_details(read_list(raw)))
-            elif key not in self.others or present(raw):
-                self.others[key] = raw
+            if key not in STREAMED_STRINGS and (key not in self.others or present(raw)):
+                self.others[key] = raw  # the merged list replaces it; kept when none came
         return added
 
     def message(self) -> msgspec.Raw:
