@@ -19,25 +19,11 @@ import msgspec
 
 from thoughtline.normalize import openai_chat
 from thoughtline.normalize.compose import build_record, decode, malformed
-from thoughtline.normalize.openai_chat import ContentTexts, add_visible_text, decode_part
+from thoughtline.normalize.openai_chat import ContentTexts, add_visible_text, part_type
 from thoughtline.record import FinishReason, Record
 
 FORMAT: Final = "mistral"
 PROVIDER: Final = "mistral"
-
-UNSET: Final = msgspec.UNSET
-
-
-class ChunkView(msgspec.Struct):
-    type: Any = None
-    text: Any = UNSET
-    thinking: Any = UNSET
-
-
-class ThinkingItemView(msgspec.Struct):
-    type: Any = None
-    text: Any = UNSET
-
 
 _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
     "stop": "stop",
@@ -63,16 +49,15 @@ def normalize(
     return build_record(turn, format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta)
 
 
-def read_chunk(raw_chunk: msgspec.Raw, path: str, texts: ContentTexts) -> None:
-    """One element of a Mistral `content` list."""
-    chunk = decode_part(raw_chunk, ChunkView, path, texts.detections)
-    if chunk is None:
-        return
-    if chunk.type == "text":
-        add_visible_text(chunk.text, f"{path}.text", texts)
-    elif chunk.type == "thinking":
-        texts.thinking_blocks.append(_thinking_text(chunk.thinking, f"{path}.thinking", texts))
-    elif chunk.type not in _CHUNKS_WITHOUT_TEXT:
+def read_chunk(chunk: Any, path: str, texts: ContentTexts) -> None:
+    """One element of a Mistral `content` list (decoded JSON)."""
+    kind = part_type(chunk)
+    if kind == "text":
+        add_visible_text(chunk.get("text"), f"{path}.text", texts)
+    elif kind == "thinking":
+        thinking_path = f"{path}.thinking"
+        texts.thinking_blocks.append(_thinking_text(chunk.get("thinking"), thinking_path, texts))
+    elif kind not in _CHUNKS_WITHOUT_TEXT:
         texts.detections.append(malformed("unknown_part", path))
 
 
@@ -84,18 +69,10 @@ def _thinking_text(items: Any, path: str, texts: ContentTexts) -> str:
     fragments: list[str] = []
     for index, item in enumerate(items):
         item_path = f"{path}[{index}]"
-        view = _thinking_item(item)
-        if view is None or view.type != "text":
+        if part_type(item) != "text":
             texts.detections.append(malformed("unknown_part", item_path))
-        elif isinstance(view.text, str):
-            fragments.append(view.text)
+        elif isinstance(text := item.get("text"), str):
+            fragments.append(text)
         else:
             texts.detections.append(malformed("text_not_string", f"{item_path}.text"))
     return "".join(fragments)
-
-
-def _thinking_item(item: Any) -> ThinkingItemView | None:
-    try:
-        return msgspec.convert(item, ThinkingItemView)
-    except msgspec.ValidationError:
-        return None

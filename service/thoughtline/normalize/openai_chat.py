@@ -40,8 +40,6 @@ from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 FORMAT: Final = "openai_chat"
 PROVIDER: Final = "openai"
 
-UNSET: Final = msgspec.UNSET
-
 View = TypeVar("View")
 
 
@@ -59,19 +57,14 @@ class ChoiceView(msgspec.Struct):
 
 class MessageView(msgspec.Struct):
     # Typed loosely on purpose: a wrong type is a detection, not a reason to reject the response.
-    content: msgspec.Raw = msgspec.Raw()
+    # `content` is decoded in this one pass (a string, or a list of part objects).
+    content: Any = None
     refusal: Any = None
     reasoning_content: Any = None
     reasoning: Any = None
     reasoning_details: msgspec.Raw = msgspec.Raw()
     tool_calls: msgspec.Raw = msgspec.Raw()
     function_call: msgspec.Raw = msgspec.Raw()
-
-
-class ContentPartView(msgspec.Struct):
-    type: Any = None
-    text: Any = UNSET
-    refusal: Any = UNSET
 
 
 class ReasoningDetailView(msgspec.Struct):
@@ -123,8 +116,8 @@ class ContentTexts(msgspec.Struct, kw_only=True):
     refused: bool = False
 
 
-ContentPartReader = Callable[[msgspec.Raw, str, ContentTexts], None]
-"""Reads one element of a `content` list (its raw bytes and path) into the texts."""
+ContentPartReader = Callable[[Any, str, ContentTexts], None]
+"""Reads one element of a `content` list (decoded JSON, and its path) into the texts."""
 
 
 _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
@@ -142,7 +135,6 @@ _REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 _DETAIL_TEXT_FIELDS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 _DETAIL_WITHOUT_TEXT: Final = frozenset({"reasoning.encrypted"})
 _RAW_LIST_DECODER: Final = msgspec.json.Decoder(list[msgspec.Raw])
-_CONTENT_DECODER: Final = msgspec.json.Decoder(str | list[msgspec.Raw])
 
 
 def normalize(
@@ -213,18 +205,21 @@ def reasoning_field(message: MessageView, detections: list[Detection]) -> str | 
     return None
 
 
-def read_chat_content_part(raw_part: msgspec.Raw, path: str, texts: ContentTexts) -> None:
+def read_chat_content_part(part: Any, path: str, texts: ContentTexts) -> None:
     """A Chat content part: `text` is visible, `refusal` is visible and a refusal."""
-    part = decode_part(raw_part, ContentPartView, path, texts.detections)
-    if part is None:
-        return
-    if part.type == "text":
-        add_visible_text(part.text, f"{path}.text", texts)
-    elif part.type == "refusal":
-        if add_visible_text(part.refusal, f"{path}.refusal", texts):
+    kind = part_type(part)
+    if kind == "text":
+        add_visible_text(part.get("text"), f"{path}.text", texts)
+    elif kind == "refusal":
+        if add_visible_text(part.get("refusal"), f"{path}.refusal", texts):
             texts.refused = True
     else:
         texts.detections.append(malformed("unknown_part", path))
+
+
+def part_type(part: Any) -> Any:
+    """The `type` of a decoded content part; None when the part is not an object."""
+    return part.get("type") if isinstance(part, dict) else None
 
 
 def add_visible_text(value: Any, path: str, texts: ContentTexts) -> bool:
@@ -283,21 +278,14 @@ def read_usage(raw_usage: msgspec.Raw, path: str, detections: list[Detection]) -
     )
 
 
-def _read_content(
-    raw_content: msgspec.Raw, texts: ContentTexts, read_content_part: ContentPartReader
-) -> None:
-    if not present(raw_content):
-        return
-    try:
-        content = _CONTENT_DECODER.decode(raw_content)
-    except msgspec.ValidationError:
-        texts.detections.append(malformed("text_not_string", CONTENT_PATH))
-        return
+def _read_content(content: Any, texts: ContentTexts, read_content_part: ContentPartReader) -> None:
     if isinstance(content, str):
         texts.visible.append(content)
-        return
-    for index, raw_part in enumerate(content):
-        read_content_part(raw_part, f"{CONTENT_PATH}[{index}]", texts)
+    elif isinstance(content, list):
+        for index, part in enumerate(content):
+            read_content_part(part, f"{CONTENT_PATH}[{index}]", texts)
+    elif content is not None:
+        texts.detections.append(malformed("text_not_string", CONTENT_PATH))
 
 
 def _read_refusal(refusal: Any, texts: ContentTexts) -> None:
