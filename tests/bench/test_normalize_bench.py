@@ -1,0 +1,26 @@
+"""`bench/normalize.py` runs end to end (briefly) and skips LiteLLM cleanly when it is absent."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "normalize.py"
+
+
+def test_bench_reports_every_format_and_skips_a_missing_litellm(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "litellm", None)  # `import litellm` now fails
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the bench adds its own directory
+    monkeypatch.setattr(sys, "argv", [str(BENCH), "--repeat", "1", "--seconds", "0.001"])
+    runpy.run_path(str(BENCH), run_name="__main__")
+    printed = capsys.readouterr().out
+    for format_name in ("gemini", "openai_responses", "openai_chat", "anthropic"):
+        assert f"  {format_name} " in printed
+    assert "slowest (" in printed
+    assert "gemini: normalize / plain decode = " in printed
+    assert "LiteLLM: skipped (not installed" in printed
