@@ -89,6 +89,7 @@ def normalize(
         )
     if not data or data.isspace():
         raise NormalizeError("empty", "payload is empty")
+    _require_utf8(data)
     body = data if data[:1] in _JSON_OBJECT_START else data.strip()
     if format is not None and format not in KNOWN_FORMATS:
         raise UnknownFormatError(
@@ -130,6 +131,17 @@ def detect_format(body: bytes) -> str:
         "`type: message`, Chat/Mistral `choices`, Responses `output` list, Bedrock "
         "`output`+`stopReason`, Ollama `done`); pass the format explicitly"
     )
+
+
+def _require_utf8(data: bytes) -> None:
+    """JSON text is UTF-8. Checked once up front because values the views skip unread
+    (signatures, unknown fields) would otherwise carry invalid bytes into the record."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise NormalizeError(
+            "not_json", f"payload is not valid UTF-8 (byte {error.start})"
+        ) from error
 
 
 def _meta(meta: bytes | str | None) -> msgspec.Raw | None:
