@@ -64,7 +64,11 @@ def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     def run_replay(arguments: argparse.Namespace) -> int:
         from thoughtline import replay
 
-        data = _read(arguments.records, DEFAULT_MAX_PAYLOAD_BYTES)
+        try:
+            data = _read(arguments.records, DEFAULT_MAX_PAYLOAD_BYTES)
+        except OSError as error:
+            print(f"thoughtline: {arguments.records}: {_one_line(error)}", file=sys.stderr)
+            return 1
         history = replay.build_history(replay.read_records(data), arguments.to)
         sys.stdout.buffer.write(replay.encode_history(history) + b"\n")
         return 0

@@ -171,11 +171,14 @@ def reasoning_paths(record: Record) -> list[str]:
         ]
     if record.format not in PART_FORMATS:
         return []
-    return [
-        f"replay_parts[{index}]"
-        for index, raw in enumerate(record.replay_parts)
-        if read_part(record.format, raw).kind in ("opaque", "dropped")
-    ]
+    paths = []
+    for index, raw in enumerate(record.replay_parts):
+        reading = read_part(record.format, raw)
+        if reading.kind in ("opaque", "dropped"):
+            paths.append(f"replay_parts[{index}]")
+        elif reading.signed:
+            paths.append(f"replay_parts[{index}].thoughtSignature")
+    return paths
 
 
 def _message_items(record: Record, notes: list[ReplayNote]) -> list[msgspec.Raw]:

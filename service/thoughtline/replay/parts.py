@@ -50,6 +50,8 @@ class PartReading(msgspec.Struct, frozen=True):
     """The visible text a `visible` part carries."""
     reason: NoteReason | None = None
     """Why a `dropped` part is dropped."""
+    signed: bool = False
+    """A Gemini text or call part carrying `thoughtSignature`: opaque state rides on it."""
 
 
 OPAQUE: Final = PartReading("opaque")
@@ -85,7 +87,9 @@ def _read_gemini(fields: Fields) -> PartReading:
     if "thoughtSignature" in fields:
         if thought is True:
             return OPAQUE
-        return PartReading("visible", text) if isinstance(text, str) else OTHER
+        if isinstance(text, str):
+            return PartReading("visible", text, signed=True)
+        return PartReading("other", signed=True)
     if thought is True:
         # A thought that carries a call keeps it (seed 002); pure reasoning text goes nowhere.
         if set(fields) <= {"text", "thought"}:

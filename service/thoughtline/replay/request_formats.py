@@ -69,12 +69,12 @@ def detect_request_format(body: dict[str, Any]) -> str:
         for block in message["content"]
         if isinstance(block, dict)
     ]
+    if any(isinstance(block.get("thinking"), list) for block in blocks):
+        return "mistral"  # a Mistral thinking chunk holds a list; Anthropic's a string
     if any(block.get("type") in _ANTHROPIC_BLOCK_TYPES for block in blocks):
         return "anthropic"
     if any("type" not in block and set(block) & _BEDROCK_BLOCK_KEYS for block in blocks):
         return "bedrock_converse"
-    if any(block.get("type") == "thinking" for block in blocks):
-        return "mistral"
     if {"options", "think", "keep_alive"} & set(body):
         return "ollama"
     if "anthropic_version" in body or isinstance(body.get("system"), str):

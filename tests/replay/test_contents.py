@@ -1,0 +1,252 @@
+"""Gemini-style history -> OpenAI Chat / Responses: every rule and counterexample of seed 002."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from thoughtline.errors import EmptyHistoryError, ReplayError, UnsupportedPartError
+from thoughtline.replay import ConversionTarget, convert_contents, rebuild_foreign_content
+
+TARGETS: list[ConversionTarget] = ["openai_chat", "openai_responses"]
+SIGNATURE = "c2lnbmF0dXJlLWJ5dGVz"
+
+
+def user(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "parts": list(parts)}
+
+
+def model(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "model", "parts": list(parts)}
+
+
+def texts_of(items: list[dict[str, Any]]) -> str:
+    """Every text any emitted item carries, so a leak anywhere shows up."""
+    return repr(items)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_thought_text_never_reaches_any_item_in_any_role_or_position(
+    target: ConversionTarget,
+) -> None:
+    contents = [
+        user({"text": "user scratch", "thought": True}, {"text": "question"}),
+        model({"text": "model scratch", "thought": True}, {"text": "answer"}),
+        model({"text": "answer two"}, {"text": "late scratch", "thought": True}),
+    ]
+    converted = convert_contents(contents, target)
+    assert "scratch" not in texts_of(converted.items)
+    assert "question" in texts_of(converted.items)
+    assert "answer two" in texts_of(converted.items)
+    assert converted.dropped == [
+        "contents[0].parts[0].text",
+        "contents[1].parts[0].text",
+        "contents[2].parts[1].text",
+    ]
+
+
+def test_a_reasoning_only_turn_replays_as_no_assistant_message() -> None:
+    contents = [user({"text": "q"}), model({"text": "thinking", "thought": True})]
+    items = convert_contents(contents, "openai_chat").items
+    assert items == [{"role": "user", "content": "q"}]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_thought_part_with_text_and_a_call_keeps_its_call_and_pairing(
+    target: ConversionTarget,
+) -> None:
+    contents = [
+        user({"text": "weather?"}),
+        model(
+            {
+                "text": "I should call weather",
+                "thought": True,
+                "functionCall": {"name": "weather", "args": {"city": "Paris"}},
+            }
+        ),
+        user({"functionResponse": {"name": "weather", "response": {"sky": "clear"}}}),
+    ]
+    items = convert_contents(contents, target).items
+    assert "I should call weather" not in texts_of(items)
+    if target == "openai_chat":
+        assert items[1] == {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_0",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": '{"city":"Paris"}'},
+                }
+            ],
+        }
+        assert items[2] == {"role": "tool", "tool_call_id": "call_0", "content": '{"sky":"clear"}'}
+    else:
+        assert items[1] == {
+            "type": "function_call",
+            "call_id": "call_0",
+            "name": "weather",
+            "arguments": '{"city":"Paris"}',
+        }
+        assert items[2] == {
+            "type": "function_call_output",
+            "call_id": "call_0",
+            "output": '{"sky":"clear"}',
+        }
+
+
+def test_a_thought_marked_response_survives_without_its_text() -> None:
+    contents = [
+        model({"functionCall": {"name": "f", "args": {}, "id": "c1"}}),
+        user(
+            {
+                "text": "hidden",
+                "thought": True,
+                "functionResponse": {"name": "f", "id": "c1", "response": {"ok": True}},
+            }
+        ),
+    ]
+    items = convert_contents(contents, "openai_chat").items
+    assert items[1] == {"role": "tool", "tool_call_id": "c1", "content": '{"ok":true}'}
+    assert "hidden" not in texts_of(items)
+
+
+def test_a_part_with_visible_text_and_a_call_keeps_both() -> None:
+    contents = [model({"text": "Let me check.", "functionCall": {"name": "f", "args": {}}})]
+    message = convert_contents(contents, "openai_chat").items[0]
+    assert message["content"] == "Let me check."
+    assert message["tool_calls"][0]["function"]["name"] == "f"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_signature_only_thought_is_dropped_not_an_error(target: ConversionTarget) -> None:
+    contents = [
+        user({"text": "q"}),
+        model({"thought": True, "thoughtSignature": SIGNATURE}, {"text": "a"}),
+    ]
+    converted = convert_contents(contents, target)
+    assert SIGNATURE not in texts_of(converted.items)
+    assert converted.dropped == ["contents[1].parts[0].thoughtSignature"]
+
+
+MEDIA_AND_CODE = [
+    ("inlineData", {"mimeType": "image/png", "data": "AQ=="}),
+    ("fileData", {"mimeType": "image/png", "fileUri": "gs://bucket/image.png"}),
+    ("executableCode", {"language": "PYTHON", "code": "print(1)"}),
+    ("codeExecutionResult", {"outcome": "OUTCOME_OK", "output": "1"}),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), MEDIA_AND_CODE)
+@pytest.mark.parametrize("with_text", [True, False], ids=["with-text", "media-only"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_thought_carrying_media_or_code_is_refused_naming_the_field(
+    field: str, value: dict[str, Any], with_text: bool, target: ConversionTarget
+) -> None:
+    """The review's first counterexample: text riding on an image no longer hides the image."""
+    part: dict[str, Any] = {"thought": True, field: value}
+    if with_text:
+        part["text"] = "scratch"
+    with pytest.raises(UnsupportedPartError, match=rf"contents\[0\]\.parts\[0\].*'{field}'"):
+        convert_contents([model(part)], target)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "toolCall",
+        "toolResponse",
+        "audioTranscription",
+        "videoMetadata",
+        "mediaResolution",
+        "partMetadata",
+        "aFieldAFutureApiAdds",
+    ],
+)
+def test_any_other_field_on_a_thought_fails_loudly(field: str) -> None:
+    """Inverted polarity: droppable only when text, signature and the flag are all it holds."""
+    part = {"thought": True, "text": "scratch", "thoughtSignature": SIGNATURE, field: {"x": 1}}
+    with pytest.raises(UnsupportedPartError, match=f"'{field}'"):
+        convert_contents([model(part)], "openai_chat")
+
+
+def test_null_fields_count_as_absent() -> None:
+    part = {"thought": True, "text": "scratch", "inlineData": None, "videoMetadata": None}
+    contents = [user({"text": "q"}), model(part, {"text": "a"})]
+    assert convert_contents(contents, "openai_chat").items[1]["content"] == "a"
+
+
+@pytest.mark.parametrize("thought", [True, False])
+def test_an_invalid_role_is_reported_even_when_the_only_text_was_a_thought(
+    thought: bool,
+) -> None:
+    contents = [{"role": "assistant", "parts": [{"text": "x", "thought": thought}]}]
+    with pytest.raises(ReplayError, match="unsupported role 'assistant'"):
+        convert_contents(contents, "openai_chat")
+
+
+def test_an_unset_role_reads_as_user() -> None:
+    items = convert_contents([{"parts": [{"text": "hi"}]}], "openai_chat").items
+    assert items == [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_history_emptied_by_the_drop_has_its_own_error(target: ConversionTarget) -> None:
+    contents = [
+        model({"text": "scratch", "thought": True}),
+        model({"thought": True, "thoughtSignature": SIGNATURE}),
+    ]
+    with pytest.raises(EmptyHistoryError, match="only reasoning"):
+        convert_contents(contents, target)
+
+
+def test_no_contents_is_a_different_error_from_an_emptied_history() -> None:
+    with pytest.raises(ReplayError, match="no contents") as caught:
+        convert_contents([], "openai_chat")
+    assert not isinstance(caught.value, EmptyHistoryError)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_whitespace_only_texts_are_skipped(target: ConversionTarget) -> None:
+    contents = [user({"text": "q"}), model({"text": " \n\t "}), model({"text": "a"})]
+    items = convert_contents(contents, target).items
+    assert [item["content"] for item in items] == ["q", "a"]
+
+
+def test_a_rebuilt_foreign_message_keeps_each_part_thought_flag() -> None:
+    """The review's last counterexample: a peer agent's turn rebuilt as context."""
+    peer_turn = model(
+        {"text": "peer scratch", "thought": True, "thoughtSignature": SIGNATURE},
+        {"text": "peer answer"},
+        {"functionCall": {"name": "lookup", "args": {"q": 1}}},
+    )
+    rebuilt = rebuild_foreign_content(peer_turn, "researcher")
+    assert rebuilt == {
+        "role": "user",
+        "parts": [
+            {"text": "For context:"},
+            {"text": "[researcher] said: peer scratch", "thought": True},
+            {"text": "[researcher] said: peer answer"},
+            {"text": '[researcher] called tool `lookup` with parameters: {"q":1}'},
+        ],
+    }
+    items = convert_contents([rebuilt], "openai_chat").items
+    assert "peer scratch" not in texts_of(items)
+    assert "peer answer" in texts_of(items)
+
+
+def test_a_thought_marker_that_is_not_a_boolean_is_refused() -> None:
+    with pytest.raises(UnsupportedPartError, match="not a boolean"):
+        convert_contents([model({"text": "scratch", "thought": "true"})], "openai_chat")
+
+
+def test_a_response_that_answers_no_call_is_refused() -> None:
+    contents = [user({"functionResponse": {"name": "f", "response": {}}})]
+    with pytest.raises(ReplayError, match="answers no earlier call"):
+        convert_contents(contents, "openai_chat")
+
+
+def test_contents_may_come_as_json_bytes() -> None:
+    items = convert_contents(b'[{"role":"user","parts":[{"text":"hi"}]}]', "openai_responses")
+    assert items.items == [{"role": "user", "content": "hi"}]
