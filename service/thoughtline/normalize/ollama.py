@@ -23,7 +23,7 @@ import msgspec
 
 from thoughtline.errors import NormalizeError
 from thoughtline.normalize.compose import Turn, build_record, decode, malformed, present
-from thoughtline.normalize.openai_chat import read_tool_calls
+from thoughtline.normalize.openai_chat import read_tool_calls, string_or_none
 from thoughtline.record import Detection, FinishReason, Record, Usage
 
 FORMAT: Final = "ollama"
@@ -40,11 +40,12 @@ class MessageView(msgspec.Struct):
 
 
 class ResponseView(msgspec.Struct):
-    model: str | None = None
+    # Scalars are typed loosely: one of the wrong type reads as null, the response still counts.
+    model: Any = None
     message: msgspec.Raw = msgspec.Raw()
     response: Any = UNSET
     thinking: Any = None
-    done_reason: str | None = None
+    done_reason: Any = None
     prompt_eval_count: Any = None
     eval_count: Any = None
 
@@ -77,10 +78,11 @@ def normalize(
 
 def read_turn(response: ResponseView, body: msgspec.Raw) -> Turn:
     """`body` is the whole response, the replay part of an `/api/generate` answer."""
-    turn = Turn(model=response.model)
-    if response.done_reason is not None:
-        turn.native_finish_reason = response.done_reason
-        turn.finish_reason = _FINISH_REASON_MAP.get(response.done_reason, "other")
+    turn = Turn(model=string_or_none(response.model))
+    done_reason = string_or_none(response.done_reason)
+    if done_reason is not None:
+        turn.native_finish_reason = done_reason
+        turn.finish_reason = _FINISH_REASON_MAP.get(done_reason, "other")
     turn.usage = read_usage(response, turn.detections)
     if present(response.message):
         turn.replay_parts.append(response.message)

@@ -29,6 +29,7 @@ from thoughtline.normalize.compose import (
     Turn,
     build_record,
     decode,
+    decode_part,
     decoder_for,
     join_blocks,
     malformed,
@@ -46,13 +47,14 @@ View = TypeVar("View")
 class ChatCompletionView(msgspec.Struct):
     choices: list[msgspec.Raw] | None = None
     usage: msgspec.Raw = msgspec.Raw()
-    model: str | None = None
-    id: str | None = None
+    # Scalars are typed loosely: one of the wrong type reads as null, the response still counts.
+    model: Any = None
+    id: Any = None
 
 
 class ChoiceView(msgspec.Struct):
     message: msgspec.Raw = msgspec.Raw()
-    finish_reason: str | None = None
+    finish_reason: Any = None
 
 
 class MessageView(msgspec.Struct):
@@ -134,7 +136,7 @@ CONTENT_PATH: Final = f"{MESSAGE_PATH}.content"
 _REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 _DETAIL_TEXT_FIELDS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 _DETAIL_WITHOUT_TEXT: Final = frozenset({"reasoning.encrypted"})
-_RAW_LIST_DECODER: Final = msgspec.json.Decoder(list[msgspec.Raw])
+_RawList = list[msgspec.Raw]
 
 
 def normalize(
@@ -156,7 +158,11 @@ def read_turn(
     """The first choice of a chat completion; dialects pass their own map and part reader."""
     if response.choices is None:
         raise NormalizeError("invalid_payload", "a chat completion needs a `choices` list")
-    turn = Turn(model=response.model, response_id=response.id, visible_path=CONTENT_PATH)
+    turn = Turn(
+        model=string_or_none(response.model),
+        response_id=string_or_none(response.id),
+        visible_path=CONTENT_PATH,
+    )
     if present(response.usage):
         turn.native_usage = response.usage
         turn.usage = read_usage(response.usage, "usage", turn.detections)
@@ -166,9 +172,10 @@ def read_turn(
         raise NormalizeError("invalid_payload", "no message and no usage: nothing to read")
     if choice is None:
         return turn
-    if choice.finish_reason is not None:
-        turn.native_finish_reason = choice.finish_reason
-        turn.finish_reason = finish_reason_map.get(choice.finish_reason, "other")
+    native_finish_reason = string_or_none(choice.finish_reason)
+    if native_finish_reason is not None:
+        turn.native_finish_reason = native_finish_reason
+        turn.finish_reason = finish_reason_map.get(native_finish_reason, "other")
     if present(choice.message):
         turn.replay_parts.append(choice.message)
         message = decode(choice.message, MessageView, MESSAGE_PATH)
@@ -205,6 +212,10 @@ def reasoning_field(message: MessageView, detections: list[Detection]) -> str | 
     return None
 
 
+def string_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def read_chat_content_part(part: Any, path: str, texts: ContentTexts) -> None:
     """A Chat content part: `text` is visible, `refusal` is visible and a refusal."""
     kind = part_type(part)
@@ -217,9 +228,10 @@ def read_chat_content_part(part: Any, path: str, texts: ContentTexts) -> None:
         texts.detections.append(malformed("unknown_part", path))
 
 
-def part_type(part: Any) -> Any:
-    """The `type` of a decoded content part; None when the part is not an object."""
-    return part.get("type") if isinstance(part, dict) else None
+def part_type(part: Any) -> str | None:
+    """The `type` of a decoded content part; None when it is not an object or not a string."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def add_visible_text(value: Any, path: str, texts: ContentTexts) -> bool:
@@ -231,36 +243,38 @@ def add_visible_text(value: Any, path: str, texts: ContentTexts) -> bool:
     return False
 
 
-def decode_part(
-    raw_part: msgspec.Raw, view: type[View], path: str, detections: list[Detection]
+def decode_or_detect(
+    raw: msgspec.Raw, view: type[View], code: str, path: str, detections: list[Detection]
 ) -> View | None:
-    """A list element as its view; one that is not an object is an unknown part."""
+    """A value as its view; a wrong shape is the detection `code` (the rest still counts).
+
+    Bytes that are not JSON at all (invalid UTF-8 inside a string skipped as `Raw`) fail the
+    whole payload, as `compose.decode` does.
+    """
     try:
-        return decoder_for(view).decode(raw_part)
+        return decoder_for(view).decode(raw)
     except msgspec.ValidationError:
-        detections.append(malformed("unknown_part", path))
+        detections.append(malformed(code, path))
         return None
+    except msgspec.DecodeError as error:
+        raise NormalizeError("not_json", f"{path}: {error}") from error
+    except RecursionError as error:
+        raise NormalizeError("too_deep", f"{path}: nesting too deep to decode") from error
 
 
 def read_tool_calls(raw_calls: msgspec.Raw, path: str, turn: Turn) -> None:
     """`tool_calls` in order: `id`, `function.name`, decoded `function.arguments`."""
     if not present(raw_calls):
         return
-    try:
-        calls = _RAW_LIST_DECODER.decode(raw_calls)
-    except msgspec.ValidationError:
-        turn.detections.append(malformed("invalid_tool_call", path))
-        return
-    for index, raw_call in enumerate(calls):
+    calls = decode_or_detect(raw_calls, _RawList, "invalid_tool_call", path, turn.detections)
+    for index, raw_call in enumerate(calls or ()):
         _read_tool_call(raw_call, f"{path}[{index}]", turn)
 
 
 def read_usage(raw_usage: msgspec.Raw, path: str, detections: list[Detection]) -> Usage:
     """prompt/completion/total, reasoning from the completion details, cached from the prompt's."""
-    try:
-        usage = decoder_for(UsageView).decode(raw_usage)
-    except msgspec.ValidationError:
-        detections.append(malformed("invalid_usage", path))
+    usage = decode_or_detect(raw_usage, UsageView, "invalid_usage", path, detections)
+    if usage is None:
         return Usage()
     prompt_details = usage.prompt_tokens_details
     completion_details = usage.completion_tokens_details
@@ -300,18 +314,15 @@ def _reasoning_details_texts(raw_details: msgspec.Raw, texts: ContentTexts) -> l
     if not present(raw_details):
         return []
     path = f"{MESSAGE_PATH}.reasoning_details"
-    try:
-        entries = _RAW_LIST_DECODER.decode(raw_details)
-    except msgspec.ValidationError:
-        texts.detections.append(malformed("unknown_part", path))
-        return []
+    entries = decode_or_detect(raw_details, _RawList, "unknown_part", path, texts.detections)
     blocks: list[str] = []
-    for index, raw_entry in enumerate(entries):
+    for index, raw_entry in enumerate(entries or ()):
         entry_path = f"{path}[{index}]"
         entry = decode_part(raw_entry, ReasoningDetailView, entry_path, texts.detections)
-        if entry is None or entry.type in _DETAIL_WITHOUT_TEXT:
+        kind = string_or_none(entry.type) if entry is not None else None
+        if entry is None or kind in _DETAIL_WITHOUT_TEXT:
             continue
-        field = _DETAIL_TEXT_FIELDS.get(entry.type) if isinstance(entry.type, str) else None
+        field = _DETAIL_TEXT_FIELDS.get(kind) if kind is not None else None
         if field is None:
             texts.detections.append(malformed("unknown_part", entry_path))
             continue
@@ -324,10 +335,8 @@ def _reasoning_details_texts(raw_details: msgspec.Raw, texts: ContentTexts) -> l
 
 
 def _read_tool_call(raw_call: msgspec.Raw, path: str, turn: Turn) -> None:
-    try:
-        call = decoder_for(ToolCallView).decode(raw_call)
-    except msgspec.ValidationError:
-        turn.detections.append(malformed("invalid_tool_call", path))
+    call = decode_or_detect(raw_call, ToolCallView, "invalid_tool_call", path, turn.detections)
+    if call is None:
         return
     if call.function is not None:
         arguments = _arguments(call.function.arguments, f"{path}.function.arguments", turn)
@@ -343,10 +352,8 @@ def _read_tool_call(raw_call: msgspec.Raw, path: str, turn: Turn) -> None:
 def _read_function_call(raw_call: msgspec.Raw, turn: Turn) -> None:
     """The deprecated single `function_call`: a tool call with no id (never invented)."""
     path = f"{MESSAGE_PATH}.function_call"
-    try:
-        function = decoder_for(FunctionView).decode(raw_call)
-    except msgspec.ValidationError:
-        turn.detections.append(malformed("invalid_tool_call", path))
+    function = decode_or_detect(raw_call, FunctionView, "invalid_tool_call", path, turn.detections)
+    if function is None:
         return
     arguments = _arguments(function.arguments, f"{path}.arguments", turn)
     turn.tool_calls.append(ToolCall(id=None, name=function.name, arguments=arguments))
