@@ -72,8 +72,17 @@ def _yamllint(config: Path, target: Path) -> tuple[int, str]:
     return result.returncode, result.stdout
 
 
-def test_values_pass_yamllint() -> None:
-    status, output = _yamllint(HERE / "yamllint-values.yaml", chart.CHART / "values.yaml")
+@pytest.mark.parametrize(
+    "path",
+    [
+        chart.CHART / "values.yaml",
+        chart.CHART / "Chart.yaml",
+        HERE / "promtool" / "alerts_test.yaml",
+    ],
+    ids=lambda path: path.name,
+)
+def test_hand_written_yaml_passes_yamllint(path: Path) -> None:
+    status, output = _yamllint(HERE / "yamllint-values.yaml", path)
     assert status == 0, output
 
 

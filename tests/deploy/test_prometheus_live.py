@@ -30,7 +30,7 @@ from tests.deploy import chart
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
+LOCAL_REDIS_URL = "redis://127.0.0.1:6379/0"
 CORPUS_RESPONSE = (
     chart.ROOT.parent
     / "shared"
@@ -105,6 +105,11 @@ def _serve_available() -> bool:
     return chart.run([command, "serve", "--help"]).returncode == 0
 
 
+def _url_of(client: redis.Redis) -> str:
+    arguments = client.connection_pool.connection_kwargs
+    return f"redis://{arguments['host']}:{arguments['port']}/{arguments.get('db', 0)}"
+
+
 def _stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
@@ -132,12 +137,17 @@ class Streams:
 
 
 @pytest.fixture(scope="module")
-def redis_client() -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(REDIS_URL)
+def redis_client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    """The suite's shared Redis (tests/conftest.py `redis_url`), else the one on loopback."""
+    try:
+        url: str = request.getfixturevalue("redis_url")
+    except pytest.FixtureLookupError:
+        url = LOCAL_REDIS_URL
+    client = redis.Redis.from_url(url)
     try:
         client.ping()
     except redis.ConnectionError:
-        pytest.skip("no Redis at 127.0.0.1:6379")
+        pytest.skip(f"no Redis at {url}")
     yield client
     client.close()
 
@@ -152,7 +162,7 @@ def worker(
     port = _free_port()
     environment = {
         **os.environ,
-        "THOUGHTLINE_REDIS_URL": REDIS_URL,
+        "THOUGHTLINE_REDIS_URL": _url_of(redis_client),
         "THOUGHTLINE_INPUT_STREAM": streams.input,
         "THOUGHTLINE_OUTPUT_STREAM": streams.output,
         "THOUGHTLINE_DEAD_STREAM": streams.dead,
@@ -253,6 +263,14 @@ def loaded(
     """Publish the load, wait until Prometheus has seen all of it; returns what was sent."""
     _, streams = worker
     payloads = _payloads()
+    query = _query_function(prometheus)
+    # Rates need a sample from before the load: a first scrape after it would see every
+    # counter already at its final value (rate 0, so the quantiles and ratios would be NaN).
+    _wait_until(
+        lambda: _total(query, 'count(up{job="thoughtline"} == 1)') == 1,
+        30,
+        "Prometheus' first scrape of the worker",
+    )
     started = time.monotonic()
     for batch in range(BATCHES):
         pipeline = redis_client.pipeline(transaction=False)
@@ -265,7 +283,6 @@ def loaded(
         pipeline.execute()
         time.sleep(BATCH_PAUSE_SECONDS)
     published = BATCHES * BATCH_SIZE
-    query = _query_function(prometheus)
     _wait_until(
         lambda: _total(query, "sum(thoughtline_records_total)") >= published,
         60,
