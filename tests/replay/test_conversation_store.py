@@ -141,3 +141,10 @@ async def test_a_detection_the_request_record_has_is_not_repeated(
 def test_settings_below_one_are_refused(client: Redis) -> None:
     with pytest.raises(ValueError, match="at least 1"):
         ConversationStore(client, loop_limit=0)
+
+
+async def test_every_write_sets_the_ttl(store: ConversationStore, client: Redis) -> None:
+    await store.remember_thinking("c-thinking", "r1", ["0" * 32])
+    await store.count_reasoning_only("c-streak", "r1", True)
+    for conversation in ("c-thinking", "c-streak"):
+        assert 0 < await client.ttl(store.key(conversation)) <= 60

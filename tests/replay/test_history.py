@@ -311,3 +311,8 @@ def test_turns_keep_their_record_ids_for_interleaving() -> None:
     history = build_history(records, "gemini")
     assert [turn.record_id for turn in history.turns] == ["first", "third"]
     assert len(history.items()) == 2
+
+
+def test_bytes_that_are_not_utf8_are_a_replay_error() -> None:
+    with pytest.raises(ReplayError, match="not UTF-8"):
+        read_records(b"\xff\xfe{}")

@@ -100,7 +100,10 @@ def read_records(data: bytes) -> list[Record]:
     One per line usually, but a pretty-printed replay part keeps its line breaks, so the values
     are split by parsing (as `jq` reads them), then each is decoded with its bytes kept.
     """
-    text = data.decode("utf-8")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ReplayError(f"records are not UTF-8 JSON: {error}") from error
     decoder = json.JSONDecoder()
     records: list[Record] = []
     position = _skip_space(text, 0)
