@@ -36,8 +36,8 @@ from thoughtline.replay.history import (
     ReplayTurn,
     build_history,
     encode_history,
-    read_records,
 )
+from thoughtline.replay.records import read_records
 from thoughtline.replay.request import RequestInspection, inspect_request, normalize_request
 from thoughtline.replay.request_formats import detect_request_format
 

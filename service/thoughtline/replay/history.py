@@ -15,14 +15,12 @@ Every drop is a `ReplayNote` (record, path into the record, reason): reported, n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Final, get_args
 
 import msgspec
 
 from thoughtline.errors import ReplayError
-from thoughtline.normalize.compose import present
 from thoughtline.normalize.think_tags import InlineCode
 from thoughtline.record import KNOWN_FORMATS, Record
 from thoughtline.replay import rebuild
@@ -94,51 +92,6 @@ def encode_history(history: History) -> bytes:
     )
 
 
-def read_records(data: bytes) -> list[Record]:
-    """Records as `thoughtline normalize` prints them: a sequence of JSON values.
-
-    One per line usually, but a pretty-printed replay part keeps its line breaks, so the values
-    are split by parsing (as `jq` reads them), then each is decoded with its bytes kept.
-    """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ReplayError(f"records are not UTF-8 JSON: {error}") from error
-    decoder = json.JSONDecoder()
-    records: list[Record] = []
-    position = _skip_space(text, 0)
-    while position < len(text):
-        try:
-            _, end = decoder.raw_decode(text, position)
-            record = _record(text[position:end].encode())
-        except (ValueError, msgspec.ValidationError) as error:
-            raise ReplayError(
-                f"record {len(records) + 1} is not a thoughtline record: {error}"
-            ) from error
-        records.append(record)
-        position = _skip_space(text, end)
-    return records
-
-
-class _RecordView(Record, kw_only=True):
-    """A record as JSON: msgspec cannot decode `Raw | None`, so `native_usage` reads as Raw."""
-
-    native_usage: msgspec.Raw = msgspec.Raw()
-
-
-def _record(data: bytes) -> Record:
-    view = msgspec.json.decode(data, type=_RecordView)
-    fields = {name: getattr(view, name) for name in Record.__struct_fields__}
-    fields["native_usage"] = view.native_usage if present(view.native_usage) else None
-    return Record(**fields)
-
-
-def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position].isspace():
-        position += 1
-    return position
-
-
 def _record_items(
     record: Record, record_index: int, target: str, notes: list[ReplayNote]
 ) -> list[msgspec.Raw]:
@@ -195,7 +148,7 @@ def _message_items(record: Record, notes: list[ReplayNote]) -> list[msgspec.Raw]
         )
     if _has_inline_reasoning(record):  # `content` is already cut; say what it lost
         notes.append(ReplayNote(record.id, record.format, "content", "inline_reasoning"))
-    message = native_message(record, record.format, tool_calls)
+    message = native_message(record, tool_calls)
     return [] if message is None else [msgspec.Raw(message)]
 
 
@@ -204,8 +157,8 @@ def _part_items(record: Record, notes: list[ReplayNote]) -> list[msgspec.Raw]:
     kept: list[_Kept] = []
     for index, raw in enumerate(record.replay_parts):
         reading = read_part(record.format, raw)
-        if reading.kind == "dropped" and reading.reason is not None:
-            notes.append(_note(record, index, reading.reason))
+        if reading.kind == "dropped":
+            notes.append(_note(record, index, reading.reason or "reasoning_text"))
         else:
             kept.append((index, raw, reading))
     if _has_inline_reasoning(record):

@@ -49,22 +49,22 @@ def read_message(raw: msgspec.Raw) -> MessageReading:
     return MessageReading(_tool_calls(fields), dropped, has_opaque)
 
 
-def native_message(record: Record, format_name: str, tool_calls: list[msgspec.Raw]) -> bytes | None:
+def native_message(record: Record, tool_calls: list[msgspec.Raw]) -> bytes | None:
     """The assistant message for the format that produced the record; None when empty."""
     if not record.content and not tool_calls:
         return None
     message: dict[str, object] = {
         "role": "assistant",
-        "content": content_value(record, format_name, bool(tool_calls)),
+        "content": _content_value(record, bool(tool_calls)),
     }
     if tool_calls:
         message["tool_calls"] = tool_calls
     return msgspec.json.encode(message)
 
 
-def content_value(record: Record, format_name: str, has_tool_calls: bool) -> str | None:
+def _content_value(record: Record, has_tool_calls: bool) -> str | None:
     """OpenAI documents `content: null` beside tool calls; Mistral and Ollama take a string."""
-    if not record.content and has_tool_calls and format_name == "openai_chat":
+    if not record.content and has_tool_calls and record.format == "openai_chat":
         return None
     return record.content
 

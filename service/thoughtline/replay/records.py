@@ -1,0 +1,60 @@
+"""Records read back from JSON, as `thoughtline normalize` prints them (the replay CLI's input).
+
+Opaque bytes stay byte-exact: each record is decoded from its own slice of the input, so its
+`replay_parts` are `msgspec.Raw` slices of what was read.
+"""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+
+from thoughtline.errors import ReplayError
+from thoughtline.normalize.compose import present
+from thoughtline.record import Record
+
+
+def read_records(data: bytes) -> list[Record]:
+    """Records as `thoughtline normalize` prints them: a sequence of JSON values.
+
+    One per line usually, but a pretty-printed replay part keeps its line breaks, so the values
+    are split by parsing (as `jq` reads them), then each is decoded with its bytes kept.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ReplayError(f"records are not UTF-8 JSON: {error}") from error
+    decoder = json.JSONDecoder()
+    records: list[Record] = []
+    position = _skip_space(text, 0)
+    while position < len(text):
+        try:
+            _, end = decoder.raw_decode(text, position)
+            record = _record(text[position:end].encode())
+        except (ValueError, msgspec.ValidationError) as error:
+            raise ReplayError(
+                f"record {len(records) + 1} is not a thoughtline record: {error}"
+            ) from error
+        records.append(record)
+        position = _skip_space(text, end)
+    return records
+
+
+class _RecordView(Record, kw_only=True):
+    """A record as JSON: msgspec cannot decode `Raw | None`, so `native_usage` reads as Raw."""
+
+    native_usage: msgspec.Raw = msgspec.Raw()
+
+
+def _record(data: bytes) -> Record:
+    view = msgspec.json.decode(data, type=_RecordView)
+    fields = {name: getattr(view, name) for name in Record.__struct_fields__}
+    fields["native_usage"] = view.native_usage if present(view.native_usage) else None
+    return Record(**fields)
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position].isspace():
+        position += 1
+    return position
