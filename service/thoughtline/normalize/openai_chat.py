@@ -20,7 +20,7 @@ map and its own content-chunk reader, and the streams module can reuse the views
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import msgspec
 
@@ -30,19 +30,21 @@ from thoughtline.normalize.compose import (
     build_record,
     decode,
     decode_part,
-    decoder_for,
     join_blocks,
     malformed,
     present,
-    tool_arguments,
 )
-from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
+from thoughtline.normalize.function_calls import (
+    RawList,
+    decode_or_detect,
+    read_function_call,
+    read_tool_calls,
+    string_or_none,
+)
+from thoughtline.record import Detection, FinishReason, Record, Usage
 
 FORMAT: Final = "openai_chat"
 PROVIDER: Final = "openai"
-
-View = TypeVar("View")
-
 
 class ChatCompletionView(msgspec.Struct):
     choices: list[msgspec.Raw] | None = None
@@ -73,22 +75,6 @@ class ReasoningDetailView(msgspec.Struct):
     type: Any = None
     text: Any = None
     summary: Any = None
-
-
-class FunctionView(msgspec.Struct):
-    name: str
-    arguments: Any = None
-
-
-class CustomToolView(msgspec.Struct):
-    name: str
-    input: Any = None
-
-
-class ToolCallView(msgspec.Struct):
-    id: str | None = None
-    function: FunctionView | None = None
-    custom: CustomToolView | None = None
 
 
 class PromptTokensDetailsView(msgspec.Struct):
@@ -136,7 +122,6 @@ CONTENT_PATH: Final = f"{MESSAGE_PATH}.content"
 _REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 _DETAIL_TEXT_FIELDS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 _DETAIL_WITHOUT_TEXT: Final = frozenset({"reasoning.encrypted"})
-_RawList = list[msgspec.Raw]
 
 
 def normalize(
@@ -197,7 +182,7 @@ def read_message(message: MessageView, turn: Turn, read_content_part: ContentPar
         turn.finish_reason = "content_filter"
     read_tool_calls(message.tool_calls, f"{MESSAGE_PATH}.tool_calls", turn)
     if present(message.function_call):
-        _read_function_call(message.function_call, turn)
+        read_function_call(message.function_call, f"{MESSAGE_PATH}.function_call", turn)
 
 
 def reasoning_field(message: MessageView, detections: list[Detection]) -> str | None:
@@ -210,10 +195,6 @@ def reasoning_field(message: MessageView, detections: list[Detection]) -> str | 
             return value
         detections.append(malformed("reasoning_not_string", f"{MESSAGE_PATH}.{name}"))
     return None
-
-
-def string_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def read_chat_content_part(part: Any, path: str, texts: ContentTexts) -> None:
@@ -241,34 +222,6 @@ def add_visible_text(value: Any, path: str, texts: ContentTexts) -> bool:
         return bool(value)
     texts.detections.append(malformed("text_not_string", path))
     return False
-
-
-def decode_or_detect(
-    raw: msgspec.Raw, view: type[View], code: str, path: str, detections: list[Detection]
-) -> View | None:
-    """A value as its view; a wrong shape is the detection `code` (the rest still counts).
-
-    Bytes that are not JSON at all (invalid UTF-8 inside a string skipped as `Raw`) fail the
-    whole payload, as `compose.decode` does.
-    """
-    try:
-        return decoder_for(view).decode(raw)
-    except msgspec.ValidationError:
-        detections.append(malformed(code, path))
-        return None
-    except msgspec.DecodeError as error:
-        raise NormalizeError("not_json", f"{path}: {error}") from error
-    except RecursionError as error:
-        raise NormalizeError("too_deep", f"{path}: nesting too deep to decode") from error
-
-
-def read_tool_calls(raw_calls: msgspec.Raw, path: str, turn: Turn) -> None:
-    """`tool_calls` in order: `id`, `function.name`, decoded `function.arguments`."""
-    if not present(raw_calls):
-        return
-    calls = decode_or_detect(raw_calls, _RawList, "invalid_tool_call", path, turn.detections)
-    for index, raw_call in enumerate(calls or ()):
-        _read_tool_call(raw_call, f"{path}[{index}]", turn)
 
 
 def read_usage(raw_usage: msgspec.Raw, path: str, detections: list[Detection]) -> Usage:
@@ -314,7 +267,7 @@ def _reasoning_details_texts(raw_details: msgspec.Raw, texts: ContentTexts) -> l
     if not present(raw_details):
         return []
     path = f"{MESSAGE_PATH}.reasoning_details"
-    entries = decode_or_detect(raw_details, _RawList, "unknown_part", path, texts.detections)
+    entries = decode_or_detect(raw_details, RawList, "unknown_part", path, texts.detections)
     blocks: list[str] = []
     for index, raw_entry in enumerate(entries or ()):
         entry_path = f"{path}[{index}]"
@@ -332,33 +285,3 @@ def _reasoning_details_texts(raw_details: msgspec.Raw, texts: ContentTexts) -> l
         elif value is not None:
             texts.detections.append(malformed("text_not_string", f"{entry_path}.{field}"))
     return blocks
-
-
-def _read_tool_call(raw_call: msgspec.Raw, path: str, turn: Turn) -> None:
-    call = decode_or_detect(raw_call, ToolCallView, "invalid_tool_call", path, turn.detections)
-    if call is None:
-        return
-    if call.function is not None:
-        arguments = _arguments(call.function.arguments, f"{path}.function.arguments", turn)
-        turn.tool_calls.append(ToolCall(id=call.id, name=call.function.name, arguments=arguments))
-    elif call.custom is not None:
-        # A custom tool's `input` is free text by definition: kept as it came, no JSON decoding.
-        custom = call.custom
-        turn.tool_calls.append(ToolCall(id=call.id, name=custom.name, arguments=custom.input))
-    else:
-        turn.detections.append(malformed("invalid_tool_call", path))
-
-
-def _read_function_call(raw_call: msgspec.Raw, turn: Turn) -> None:
-    """The deprecated single `function_call`: a tool call with no id (never invented)."""
-    path = f"{MESSAGE_PATH}.function_call"
-    function = decode_or_detect(raw_call, FunctionView, "invalid_tool_call", path, turn.detections)
-    if function is None:
-        return
-    arguments = _arguments(function.arguments, f"{path}.arguments", turn)
-    turn.tool_calls.append(ToolCall(id=None, name=function.name, arguments=arguments))
-
-
-def _arguments(value: Any, path: str, turn: Turn) -> Any:
-    # No arguments at all reads as the empty object, as Gemini's `args` does.
-    return {} if value is None else tool_arguments(value, path, turn.detections)
