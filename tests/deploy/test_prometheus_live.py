@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -26,7 +24,7 @@ from typing import Any
 import pytest
 import redis
 
-from tests.deploy import chart
+from tests.deploy import chart, processes
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -73,31 +71,6 @@ def _payloads() -> list[str]:
     return [plain, leaked, malformed, "this is not JSON"]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _get(url: str, timeout: float = 5) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        body: bytes = response.read()
-        return body
-
-
-def _wait_until(check: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {seconds}s waiting for {what}")
-
-
 def _serve_available() -> bool:
     command = chart.tool("thoughtline")
     if command is None:
@@ -108,16 +81,6 @@ def _serve_available() -> bool:
 def _url_of(client: redis.Redis) -> str:
     arguments = client.connection_pool.connection_kwargs
     return f"redis://{arguments['host']}:{arguments['port']}/{arguments.get('db', 0)}"
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
 
 
 @dataclass
@@ -159,7 +122,7 @@ def worker(
     if not _serve_available():
         pytest.skip("thoughtline serve not available")
     streams = Streams.unique()
-    port = _free_port()
+    port = processes.free_port()
     environment = {
         **os.environ,
         "THOUGHTLINE_REDIS_URL": _url_of(redis_client),
@@ -182,14 +145,14 @@ def worker(
             stderr=subprocess.STDOUT,
         )
     try:
-        _wait_until(
-            lambda: _get(f"http://127.0.0.1:{port}/readyz") == b"ready\n",
+        processes.wait_until(
+            lambda: processes.get(f"http://127.0.0.1:{port}/readyz") == b"ready\n",
             30,
             f"the worker's /readyz (log: {log})",
         )
         yield port, streams
     finally:
-        _stop(process)
+        processes.stop(process)
         redis_client.delete(*streams.keys())
 
 
@@ -219,7 +182,7 @@ def prometheus(
             }
         )
     )
-    port = _free_port()
+    port = processes.free_port()
     with (directory / "prometheus.log").open("wb") as output:
         process = subprocess.Popen(
             [
@@ -234,16 +197,18 @@ def prometheus(
         )
     address = f"http://127.0.0.1:{port}"
     try:
-        _wait_until(lambda: b"Ready" in _get(f"{address}/-/ready"), 30, "Prometheus to be ready")
+        processes.wait_until(
+            lambda: b"Ready" in processes.get(f"{address}/-/ready"), 30, "Prometheus to be ready"
+        )
         yield address
     finally:
-        _stop(process)
+        processes.stop(process)
 
 
 def _query_function(address: str) -> Query:
     def query(expression: str) -> list[dict[str, Any]]:
         url = f"{address}/api/v1/query?" + urllib.parse.urlencode({"query": expression})
-        answer = json.loads(_get(url))
+        answer = json.loads(processes.get(url))
         assert answer["status"] == "success", answer
         result: list[dict[str, Any]] = answer["data"]["result"]
         return result
@@ -266,7 +231,7 @@ def loaded(
     query = _query_function(prometheus)
     # Rates need a sample from before the load: a first scrape after it would see every
     # counter already at its final value (rate 0, so the quantiles and ratios would be NaN).
-    _wait_until(
+    processes.wait_until(
         lambda: _total(query, 'count(up{job="thoughtline"} == 1)') == 1,
         30,
         "Prometheus' first scrape of the worker",
@@ -283,7 +248,7 @@ def loaded(
         pipeline.execute()
         time.sleep(BATCH_PAUSE_SECONDS)
     published = BATCHES * BATCH_SIZE
-    _wait_until(
+    processes.wait_until(
         lambda: _total(query, "sum(thoughtline_records_total)") >= published,
         60,
         "Prometheus to count every published entry",
