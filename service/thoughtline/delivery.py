@@ -69,6 +69,7 @@ MAX_SCRIPT_ARGUMENT_BYTES: Final = 16 * 1024 * 1024
 """One script call carries at most about this much (a single larger entry goes alone)."""
 RETRY_FIRST_SECONDS: Final = 0.1
 RETRY_MAX_SECONDS: Final = 5.0
+REFUSED_ATTEMPTS: Final = 3
 TRANSIENT_ERRORS: Final = (
     redis_errors.ConnectionError,
     redis_errors.TimeoutError,
@@ -82,7 +83,11 @@ class GroupVanishedError(Exception):
 
 
 class Committer:
-    """Runs `COMMIT_SCRIPT` for batches of outcomes, retrying while Redis is unreachable."""
+    """Runs `COMMIT_SCRIPT` for batches of outcomes.
+
+    While Redis is unreachable it retries with backoff, for as long as it takes (a shutdown
+    cancels it; nothing was acknowledged). An error reply is retried a few times, then raised.
+    """
 
     def __init__(self, client: redis_asyncio.Redis, settings: Settings) -> None:
         self._script = client.register_script(COMMIT_SCRIPT)
@@ -119,7 +124,9 @@ class Committer:
             except redis_errors.ResponseError as error:
                 if "NOGROUP" in str(error):
                     raise GroupVanishedError(str(error)) from error
-                _log_retry("Redis refused the commit", error, attempt, entry_count, delay)
+                if attempt >= REFUSED_ATTEMPTS:  # e.g. WRONGTYPE: the entries stay pending,
+                    raise  # are reclaimed later and end as dead letters after max deliveries
+                _log_retry("Redis refused to commit", error, attempt, entry_count, delay)
             except TRANSIENT_ERRORS as error:
                 _log_retry("Redis unreachable while committing", error, attempt, entry_count, delay)
             await asyncio.sleep(delay)
@@ -130,7 +137,7 @@ class Committer:
 def _log_retry(what: str, error: Exception, attempt: int, entry_count: int, delay: float) -> None:
     # The error text of redis-py names hosts and commands, never argument values.
     logger.warning(
-        "%s of %d entries (attempt %d): %s: %s; retrying in %.1f s",
+        "%s %d entries (attempt %d): %s: %s; retrying in %.1f s",
         what, entry_count, attempt, type(error).__name__, error, delay,
     )  # fmt: skip
 
@@ -173,11 +180,13 @@ async def ensure_group(client: redis_asyncio.Redis, settings: Settings) -> bool:
 
 
 async def claim_idle(
-    client: redis_asyncio.Redis, settings: Settings, consumer: str, cursor: bytes
+    client: redis_asyncio.Redis, settings: Settings, consumer: str, cursor: bytes, count: int = 1
 ) -> tuple[bytes, list[tuple[bytes, dict[bytes, bytes], int]]]:
     """One `XAUTOCLAIM` page: (next cursor, [(entry id, fields, times delivered)]).
 
     The delivery counts come from `XPENDING` right after the claim (which counted itself).
+    The worker claims one entry at a time: a claim counts a delivery, so an entry that kills
+    every worker reading it would otherwise drag its whole claimed page to the dead letters.
     """
     response = await client.xautoclaim(
         settings.input_stream,
@@ -185,7 +194,7 @@ async def claim_idle(
         consumer,
         min_idle_time=settings.min_idle_ms,
         start_id=cursor,
-        count=settings.batch_size,
+        count=count,
     )
     next_cursor: bytes = response[0]
     claimed = [(entry_id, fields) for entry_id, fields in response[1] if entry_id is not None]

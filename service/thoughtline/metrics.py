@@ -186,10 +186,9 @@ class HealthServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            request_line = await asyncio.wait_for(reader.readline(), timeout=5)
-            await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
+            request_line = await asyncio.wait_for(_read_head(reader), timeout=5)
             status, content_type, body = await self._respond(request_line)
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+        except (TimeoutError, ValueError, asyncio.IncompleteReadError):
             status, content_type, body = "400 Bad Request", "text/plain", b"bad request\n"
         head = (
             f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
@@ -214,3 +213,14 @@ class HealthServer:
                 return "200 OK", "text/plain", b"ready\n"
             return "503 Service Unavailable", "text/plain", f"not ready: {problem}\n".encode()
         return "404 Not Found", "text/plain", b"try /metrics, /healthz or /readyz\n"
+
+
+async def _read_head(reader: asyncio.StreamReader) -> bytes:
+    """The request line, after reading the headers up to their blank line (ignored)."""
+    request_line = await reader.readline()
+    line = request_line
+    while line not in (b"\r\n", b"\n"):
+        if not line:
+            raise asyncio.IncompleteReadError(request_line, None)
+        line = await reader.readline()
+    return request_line

@@ -28,7 +28,8 @@ from thoughtline.normalize import detect_format
 from thoughtline.record import KNOWN_FORMATS
 
 EXIT_INVALID_SETTINGS: Final = 2
-PROGRESS_EVERY: Final = 500
+PIPELINE_ENTRIES: Final = 100
+"""XADDs sent per round trip; a publish of more than 20 files shows progress at each."""
 Subparsers = argparse._SubParsersAction  # noqa: SLF001 - argparse's own type
 
 
@@ -94,6 +95,7 @@ def run_publish(arguments: argparse.Namespace) -> int:
     assert settings is not None
     status = 0
     published = 0
+    queued: list[str] = []
     with client.pipeline(transaction=False) as pipeline:
         for name in arguments.files:
             try:
@@ -103,20 +105,23 @@ def run_publish(arguments: argparse.Namespace) -> int:
                 status = 1
                 continue
             pipeline.xadd(settings.input_stream, fields)  # type: ignore[arg-type]
-            if len(pipeline) >= 100:
-                published += _flush(pipeline, arguments.files, published)
-        published += _flush(pipeline, arguments.files, published)
+            queued.append(name)
+            if len(queued) >= PIPELINE_ENTRIES:
+                published += _flush(pipeline, queued, published, len(arguments.files))
+        published += _flush(pipeline, queued, published, len(arguments.files))
     print(f"published {published} entries to {settings.input_stream}", file=sys.stderr)
     return status
 
 
-def _flush(pipeline: redis.client.Pipeline, files: list[str], done: int) -> int:
+def _flush(pipeline: redis.client.Pipeline, queued: list[str], done: int, total: int) -> int:
+    """Send the queued XADDs; name each entry when there are few, else show progress."""
     entry_ids = pipeline.execute()
-    if len(files) <= 20:
-        for name, entry_id in zip(files[done:], entry_ids, strict=False):
+    if total <= 20:
+        for name, entry_id in zip(queued, entry_ids, strict=True):
             print(f"{name} -> {entry_id.decode()}")
-    elif (done + len(entry_ids)) // PROGRESS_EVERY != done // PROGRESS_EVERY:
-        print(f"  {done + len(entry_ids)}/{len(files)}", file=sys.stderr, flush=True)
+    else:
+        print(f"  {done + len(entry_ids)}/{total}", file=sys.stderr, flush=True)
+    queued.clear()
     return len(entry_ids)
 
 
@@ -187,7 +192,7 @@ def run_demo(arguments: argparse.Namespace) -> int:
 
 
 def run_asyncapi(arguments: argparse.Namespace) -> int:
-    from thoughtline.worker import asyncapi_document  # noqa: PLC0415
+    from thoughtline.asyncapi import asyncapi_document  # noqa: PLC0415
 
     document = asyncapi_document()
     if arguments.write is None:

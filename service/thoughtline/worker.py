@@ -255,14 +255,16 @@ class Worker:
         """Take over every entry idle past `min_idle_ms` and finish it; returns how many."""
         cursor = b"0-0"
         total = 0
-        while True:
+        while True:  # one at a time, each committed before the next is claimed (see claim_idle)
             cursor, entries = await claim_idle(self.client, self.settings, self.consumer, cursor)
             if entries:
-                logger.info("reclaimed %d idle entries", len(entries))
                 self.metrics.reclaimed.inc(len(entries))
                 total += len(entries)
                 await self.handle(entries)
             if cursor == b"0-0":
+                if total:
+                    logger.info("reclaimed %d entries idle for %d ms or more", total,
+                                self.settings.min_idle_ms)  # fmt: skip
                 return total
 
     async def _recreate_group(self) -> None:

@@ -1,0 +1,98 @@
+"""The AsyncAPI document of the worker: `schemas/asyncapi.json`, generated, kept in sync by a test.
+
+FastStream generates channels, operations and bindings from the app (what `faststream docs gen`
+does). The worker's handler takes the raw batch untyped (no per-entry validation), and its
+outputs are written by the commit script rather than FastStream publishers, so the payload
+schemas are filled in here from the Structs in `record.py`: one source of truth.
+
+    thoughtline asyncapi --write schemas/asyncapi.json
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+from faststream.specification import AsyncAPI
+
+from thoughtline import __name__ as package_name
+from thoughtline.config import Settings
+from thoughtline.errors import NormalizeReason
+from thoughtline.record import Delta, Entry, Record
+from thoughtline.worker import Worker
+
+CONSUMER_PLACEHOLDER: Final = "<host>-<pid>"
+SERVER_URL: Final = "redis://localhost:6379"
+_REF: Final = "#/components/schemas/{name}"
+
+
+def asyncapi_document() -> bytes:
+    """The pretty-printed document, exactly as committed in `schemas/asyncapi.json`."""
+    settings = Settings.model_construct()  # the contract's defaults, whatever the environment
+    worker = Worker(
+        settings, SERVER_URL, consumer=CONSUMER_PLACEHOLDER, specification_url=SERVER_URL
+    )
+    broker = worker.broker
+    broker.publisher(stream=settings.output_stream, title="normalized",
+                     description="One normalized record per entry (DESIGN §3).")  # fmt: skip
+    broker.publisher(stream=settings.dead_stream, title="dead",
+                     description="Entries that could not be normalized, with the reason.")  # fmt: skip
+    broker.publisher(stream=settings.deltas_stream, title="deltas",
+                     description="One delta per chunk, for entries published with deltas=1.")  # fmt: skip
+    from importlib.metadata import version  # noqa: PLC0415
+
+    specification = AsyncAPI(
+        broker,
+        title="Thoughtline",
+        version=version(package_name),
+        description="Raw LLM provider responses in; normalized records, deltas and dead "
+        "letters out. Every message is a Redis stream entry with plain fields.",
+    ).to_specification()
+    document: dict[str, Any] = msgspec.json.decode(specification.to_json())
+    _fill_payloads(document)
+    # Sorted keys: FastStream's channel order varies from one process to the next.
+    return msgspec.json.format(msgspec.json.encode(document, order="sorted"), indent=2) + b"\n"
+
+
+def _fill_payloads(document: dict[str, Any]) -> None:
+    (entry, record, delta), components = msgspec.json.schema_components(
+        [Entry, Record, Delta], ref_template=_REF
+    )
+    schemas: dict[str, Any] = document["components"]["schemas"]
+    schemas.update(components)
+    schemas["raw:Message:Payload"] = entry
+    schemas["normalized:Message:Payload"] = _fields(
+        "The `record` field holds the record as JSON.",
+        record=_json_string(record),
+        id={"type": "string"},
+        format={"type": "string"},
+    )
+    schemas["deltas:Message:Payload"] = _fields(
+        "The `delta` field holds one delta as JSON.",
+        delta=_json_string(delta),
+        id={"type": "string"},
+        format={"type": "string"},
+    )
+    dead_letter = _fields(
+        "Every field of the original entry, untouched, then these four.",
+        reason={"enum": list(NormalizeReason.__args__)},
+        error={"type": "string", "description": "one line; never quotes thinking or content"},
+        delivery_count={"type": "string", "pattern": "^[0-9]+$"},
+        entry_id={"type": "string", "description": "the input stream entry id"},
+    )
+    dead_letter["additionalProperties"] = True
+    schemas["dead:Message:Payload"] = dead_letter
+
+
+def _json_string(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "string", "contentMediaType": "application/json", "contentSchema": schema}
+
+
+def _fields(description: str, **properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": f"Redis stream entry fields. {description}",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }

