@@ -30,7 +30,7 @@ from thoughtline.normalize.compose import malformed
 from thoughtline.normalize.think_tags import IncrementalExtractor, extract
 from thoughtline.record import KNOWN_FORMATS, Delta, DeltaText, Record, Usage
 from thoughtline.stream_formats import ASSEMBLERS
-from thoughtline.stream_formats.base import Assembly, Piece
+from thoughtline.stream_formats.base import Assembly, Chunk, Piece
 from thoughtline.stream_formats.detect import detect_stream_format
 from thoughtline.stream_formats.framing import frame
 from thoughtline.stream_formats.framing import looks_like_stream as _looks_like_stream
@@ -101,7 +101,7 @@ def _read_stream(
     framed = frame(body)
     if not framed.chunks:
         raise NormalizeError("empty", "recorded stream holds no chunks")
-    chosen = format if format is not None else detect_stream_format(framed.chunks, body)
+    chosen = format if format is not None else _detect(framed.chunks, body)
     assembler = ASSEMBLERS.get(chosen)
     normalizer = FORMATS.get(chosen)
     if assembler is None or normalizer is None:
@@ -113,6 +113,23 @@ def _read_stream(
     record = normalizer(assembly.body, record_id=record_id, meta=meta)
     _add_stream_facts(record, assembly, len(framed.chunks))
     return record, assembly
+
+
+def _detect(chunks: Sequence[Chunk], body: bytes) -> str:
+    try:
+        return detect_stream_format(chunks, body)
+    except UnknownFormatError:
+        if not any(_is_json(chunk.data) for chunk in chunks):
+            raise NormalizeError("not_json", "no chunk of the recorded stream is JSON") from None
+        raise
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        msgspec.json.decode(data, type=msgspec.Raw)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return True
 
 
 def _add_stream_facts(record: Record, assembly: Assembly, chunk_count: int) -> None:

@@ -177,10 +177,12 @@ class MessageAssembler:
             if kind == "text" and text is not None:
                 self._text_run(fields, fields["text"], text)
                 added.append(("content", 0, text))
-            elif kind == "thinking" and _thinking_items(fields) is not None:
+            elif kind == "thinking" and _plain_text_items(fields):
                 added.extend(self._thinking_run(fields))
-            else:
+            else:  # kept as it came; a thinking chunk with odd items is a block of its own
                 self.runs.append(ContentRun("other", fields, raw_chunk))
+                texts = _item_texts(fields) if kind == "thinking" else []
+                added.extend(("thinking_chunk", len(self.runs) - 1, text) for text in texts)
         return added
 
     def _text_run(self, fields: RawObject | None, raw: msgspec.Raw, text: str) -> None:
@@ -233,6 +235,30 @@ class MessageAssembler:
             if text:
                 added.append(("reasoning_details", key, text))
         return added
+
+
+def _plain_text_items(fields: RawObject) -> bool:
+    """A thinking chunk whose items are all `{"type": "text", "text": <string>}`: mergeable."""
+    items = _thinking_items(fields)
+    raw_items = read_list(fields.get("thinking"))
+    return (
+        items is not None
+        and len(items) == len(raw_items)
+        and all(
+            read_string(item.get("type")) == "text" and read_string(item.get("text")) is not None
+            for item in items
+        )
+    )
+
+
+def _item_texts(fields: RawObject) -> list[str]:
+    """The texts `mistral.py` reads from a thinking chunk: its `text` items' strings."""
+    texts = []
+    for item in _thinking_items(fields) or []:
+        text = read_string(item.get("text"))
+        if read_string(item.get("type")) == "text" and text is not None:
+            texts.append(text)
+    return texts
 
 
 def _thinking_items(fields: RawObject) -> list[RawObject] | None:

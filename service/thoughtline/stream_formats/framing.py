@@ -45,7 +45,7 @@ def looks_like_stream(body: bytes) -> bool:
         return False
     first_end = body.find(b"\n")
     if first_end < 0 or not body[first_end:].strip():
-        return False
+        return _is_stream_event(body)
     first_line = body[:first_end].strip()
     if not first_line.endswith(b"}"):
         return False
@@ -54,6 +54,31 @@ def looks_like_stream(body: bytes) -> bool:
     except (msgspec.DecodeError, RecursionError):
         return False
     return True
+
+
+class _EventShape(msgspec.Struct):
+    """What only a stream event has: no non-streamed body looks like this."""
+
+    type: str | None = None
+    object: str | None = None
+    messageStart: msgspec.Raw = msgspec.Raw()  # noqa: N815 - wire name
+    contentBlockDelta: msgspec.Raw = msgspec.Raw()  # noqa: N815
+
+
+def _is_stream_event(body: bytes) -> bool:
+    """A one-chunk stream (cut after its first event): an Anthropic, Responses, Chat chunk or
+    Bedrock event. A lone Gemini or Ollama chunk has its body's shape and reads as a body."""
+    try:
+        shape = msgspec.json.decode(body, type=_EventShape)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return False
+    event_type = shape.type or ""
+    return (
+        event_type.startswith(("message_", "content_block_", "response."))
+        or shape.object == "chat.completion.chunk"
+        or len(shape.messageStart) > 0
+        or len(shape.contentBlockDelta) > 0
+    )
 
 
 def frame(body: bytes) -> Framed:

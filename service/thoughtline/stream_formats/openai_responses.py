@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.normalize.compose import present
+from thoughtline.normalize.compose import malformed, present
 from thoughtline.stream_formats.base import (
     Assembly,
     Chunk,
@@ -39,6 +39,29 @@ from thoughtline.stream_formats.base import (
 _TERMINAL: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _SNAPSHOTS: Final = frozenset({"response.created", "response.in_progress", "response.queued"})
 _PART_LISTS: Final = {"content": "content_index", "summary": "summary_index"}
+_TEXT_DELTAS: Final = {
+    # event type -> (list, index field, part key, counts as thinking)
+    "response.output_text.delta": ("content", "content_index", "text", False),
+    "response.refusal.delta": ("content", "content_index", "refusal", False),
+    "response.reasoning_text.delta": ("content", "content_index", "text", True),
+    "response.reasoning_summary_text.delta": ("summary", "summary_index", "text", True),
+}
+_MESSAGE_ITEM: Final = b'{"type":"message","role":"assistant","content":[]}'
+_REASONING_ITEM: Final = b'{"type":"reasoning","summary":[]}'
+_IMPLIED_ITEMS: Final = {
+    "response.content_part": _MESSAGE_ITEM,
+    "response.output_text": _MESSAGE_ITEM,
+    "response.refusal": _MESSAGE_ITEM,
+    "response.reasoning_summary_part": _REASONING_ITEM,
+    "response.reasoning_summary_text": _REASONING_ITEM,
+    "response.reasoning_text": _REASONING_ITEM,
+    "response.function_call_arguments": b'{"type":"function_call"}',
+}
+_IMPLIED_PART_TYPES: Final = {
+    ("content", "text"): "output_text",
+    ("content", "refusal"): "refusal",
+    ("summary", "text"): "summary_text",
+}
 
 
 class _Event(msgspec.Struct):
@@ -63,9 +86,13 @@ class _Item:
         self.texts: dict[tuple[str, int, str], TextField] = {}
         self.arguments = TextField()
 
-    def add_text(self, list_name: str, index: int, key: str, text: str) -> None:
-        self.parts[list_name].setdefault(index, {})
+    def add_text(self, list_name: str, index: int, key: str, text: str) -> bool:
+        """Grow a part by a delta; False when the part was never announced (it is implied)."""
+        announced = index in self.parts[list_name]
+        if not announced:
+            self.parts[list_name][index] = {"type": encode(_IMPLIED_PART_TYPES[(list_name, key)])}
         self.texts.setdefault((list_name, index, key), TextField()).add(encode(text), text)
+        return announced
 
     def value(self) -> msgspec.Raw:
         if self.done is not None:
@@ -123,7 +150,7 @@ def _read_event(chunk: Chunk, state: _State, assembly: Assembly) -> Piece:
     elif kind.startswith("response.output_item."):
         _read_item_event(event, state)
     else:
-        return _read_delta(kind, event, state)
+        return _read_delta(chunk, event, state, assembly)
     return Piece()
 
 
@@ -136,10 +163,17 @@ def _read_item_event(event: _Event, state: _State) -> None:
         item.done = event.item
 
 
-def _read_delta(kind: str, event: _Event, state: _State) -> Piece:
-    item = state.items.get(event.output_index) if isinstance(event.output_index, int) else None
-    if item is None:
+def _read_delta(chunk: Chunk, event: _Event, state: _State, assembly: Assembly) -> Piece:
+    kind = str(event.type)
+    if not isinstance(event.output_index, int):
         return Piece()
+    item = state.items.get(event.output_index)
+    if item is None:  # an item never announced: implied by the event, and out of order
+        implied = _IMPLIED_ITEMS.get(kind.rsplit(".", 1)[0])
+        if implied is None:
+            return Piece()
+        item = state.items[event.output_index] = _Item(read_object(implied) or {})
+        assembly.detections.append(malformed("stream_out_of_order", chunk_path(chunk)))
     if kind in ("response.content_part.added", "response.reasoning_summary_part.added"):
         list_name = "content" if kind == "response.content_part.added" else "summary"
         index = getattr(event, _PART_LISTS[list_name])
@@ -150,22 +184,20 @@ def _read_delta(kind: str, event: _Event, state: _State) -> Piece:
     text = event.delta if isinstance(event.delta, str) else None
     if text is None:
         return Piece()
-    output = event.output_index
-    if kind == "response.output_text.delta" and isinstance(event.content_index, int):
-        item.add_text("content", event.content_index, "text", text)
-        return Piece(text=text)
-    if kind == "response.refusal.delta" and isinstance(event.content_index, int):
-        item.add_text("content", event.content_index, "refusal", text)
-        return Piece(text=text)
-    if kind == "response.reasoning_text.delta" and isinstance(event.content_index, int):
-        item.add_text("content", event.content_index, "text", text)
-        return Piece(thinking=text, block=(output, "content", event.content_index))
-    if kind == "response.reasoning_summary_text.delta" and isinstance(event.summary_index, int):
-        item.add_text("summary", event.summary_index, "text", text)
-        return Piece(thinking=text, block=(output, "summary", event.summary_index))
     if kind == "response.function_call_arguments.delta":
         item.arguments.add(encode(text), text)
-    return Piece()
+        return Piece()
+    if kind not in _TEXT_DELTAS:
+        return Piece()
+    list_name, index_field, key, is_thinking = _TEXT_DELTAS[kind]
+    index = getattr(event, index_field)
+    if not isinstance(index, int):
+        return Piece()
+    if not item.add_text(list_name, index, key, text):
+        assembly.detections.append(malformed("stream_out_of_order", chunk_path(chunk)))
+    if is_thinking:
+        return Piece(thinking=text, block=(event.output_index, list_name, index))
+    return Piece(text=text)
 
 
 def _body(state: _State) -> bytes:
