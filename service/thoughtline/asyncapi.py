@@ -10,7 +10,7 @@ schemas are filled in here from the Structs in `record.py`: one source of truth.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 import msgspec
 from faststream.specification import AsyncAPI
@@ -33,13 +33,22 @@ def asyncapi_document() -> bytes:
         settings, SERVER_URL, consumer=CONSUMER_PLACEHOLDER, specification_url=SERVER_URL
     )
     broker = worker.broker
-    broker.publisher(stream=settings.output_stream, title="normalized",
-                     description="One normalized record per entry (DESIGN §3).")  # fmt: skip
-    broker.publisher(stream=settings.dead_stream, title="dead",
-                     description="Entries that could not be normalized, with the reason.")  # fmt: skip
-    broker.publisher(stream=settings.deltas_stream, title="deltas",
-                     description="One delta per chunk, for entries published with deltas=1.")  # fmt: skip
-    from importlib.metadata import version  # noqa: PLC0415
+    broker.publisher(
+        stream=settings.output_stream,
+        title="normalized",
+        description="One normalized record per entry (DESIGN §3).",
+    )
+    broker.publisher(
+        stream=settings.dead_stream,
+        title="dead",
+        description="Entries that could not be normalized, with the reason.",
+    )
+    broker.publisher(
+        stream=settings.deltas_stream,
+        title="deltas",
+        description="One delta per chunk, for entries published with deltas=1.",
+    )
+    from importlib.metadata import version
 
     specification = AsyncAPI(
         broker,
@@ -75,7 +84,7 @@ def _fill_payloads(document: dict[str, Any]) -> None:
     )
     dead_letter = _fields(
         "Every field of the original entry, untouched, then these four.",
-        reason={"enum": list(NormalizeReason.__args__)},
+        reason={"enum": list(get_args(NormalizeReason))},
         error={"type": "string", "description": "one line; never quotes thinking or content"},
         delivery_count={"type": "string", "pattern": "^[0-9]+$"},
         entry_id={"type": "string", "description": "the input stream entry id"},

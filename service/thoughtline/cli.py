@@ -131,7 +131,9 @@ def _normalize_one(payload: bytes, name: str, arguments: argparse.Namespace) -> 
     if arguments.deltas:
         from thoughtline import streams
 
-        deltas = streams.deltas(payload, arguments.format, record_id=_file_id(name))
+        deltas = streams.deltas(payload, arguments.format)
+        for delta in deltas:  # the record's id rule: the response id, else the file name
+            delta.id = delta.id or _file_id(name)
         return b"".join(msgspec.json.encode(delta) + b"\n" for delta in deltas)
     record = normalize(payload, arguments.format, max_payload_bytes=arguments.max_payload_bytes)
     if not record.id:

@@ -44,8 +44,8 @@ class Message:
 def entry(
     payload: Payload,
     *,
-    format: str | None = None,  # noqa: A002 - the contract's own word
-    id: str | None = None,  # noqa: A002
+    format: str | None = None,
+    id: str | None = None,
     meta: Mapping[str, Any] | bytes | str | None = None,
     kind: str | None = None,
     deltas: bool = False,
@@ -164,10 +164,9 @@ def _record(fields: Mapping[bytes, bytes]) -> Record:
 
 def _wire_field(field: msgspec.structs.FieldInfo) -> tuple[str, Any, Any]:
     wire_type = msgspec.Raw if field.name == "native_usage" else field.type
-    default = msgspec.NODEFAULT if field.required else msgspec.field(
-        default=field.default, default_factory=field.default_factory
-    )
-    return (field.name, wire_type, default)
+    if field.default_factory is not msgspec.NODEFAULT:
+        return (field.name, wire_type, msgspec.field(default_factory=field.default_factory))
+    return (field.name, wire_type, field.default)
 
 
 # `Record.native_usage` is `Raw | None`, which msgspec cannot decode from an object (it only
@@ -189,7 +188,7 @@ def decode_record(data: bytes | str) -> Record:
 
 def _acker(client: redis.Redis, stream: str, group: str, entry_id: bytes) -> Callable[[], int]:
     def ack() -> int:
-        return int(client.xack(stream, group, entry_id))  # type: ignore[arg-type]
+        return int(client.xack(stream, group, entry_id))
 
     return ack
 

@@ -21,9 +21,15 @@ def describe_entry(entry_id: bytes, fields: Mapping[bytes, bytes], *, as_json: b
     """One output-stream entry: a record, or a dead letter (an entry with a `reason`)."""
     record_json = fields.get(b"record")
     if record_json is not None:
-        return record_json.decode() if as_json else describe_record(entry_id, decode_record(record_json))
-    text = {name.decode(errors="replace"): value.decode(errors="replace")
-            for name, value in fields.items()}  # fmt: skip
+        return (
+            record_json.decode()
+            if as_json
+            else describe_record(entry_id, decode_record(record_json))
+        )
+    text = {
+        name.decode(errors="replace"): value.decode(errors="replace")
+        for name, value in fields.items()
+    }
     if as_json:
         return msgspec.json.encode({"entry_id": entry_id.decode(), **text}).decode()
     return (

@@ -138,8 +138,13 @@ def _log_retry(what: str, error: Exception, attempt: int, entry_count: int, dela
     # The error text of redis-py names hosts and commands, never argument values.
     logger.warning(
         "%s %d entries (attempt %d): %s: %s; retrying in %.1f s",
-        what, entry_count, attempt, type(error).__name__, error, delay,
-    )  # fmt: skip
+        what,
+        entry_count,
+        attempt,
+        type(error).__name__,
+        error,
+        delay,
+    )
 
 
 def _chunks(outcomes: Sequence[Outcome]) -> Iterator[Sequence[Outcome]]:
@@ -155,9 +160,7 @@ def _chunks(outcomes: Sequence[Outcome]) -> Iterator[Sequence[Outcome]]:
         yield outcomes[start:]
 
 
-async def forget_consumer(
-    client: redis_asyncio.Redis, settings: Settings, consumer: str
-) -> bool:
+async def forget_consumer(client: redis_asyncio.Redis, settings: Settings, consumer: str) -> bool:
     """Delete this worker's consumer from the group if it holds nothing; True if deleted."""
     result = await client.eval(
         FORGET_CONSUMER_SCRIPT, 1, settings.input_stream, settings.group, consumer

@@ -14,7 +14,7 @@ import time
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 import redis.asyncio as redis_asyncio
 
@@ -31,7 +31,9 @@ WAIT_SECONDS: Final = 20.0
 def sample_files() -> list[Traversable]:
     """The bundled samples, `<format>.<what it shows>.json[l]`, sorted by name."""
     folder = resources.files("thoughtline") / "samples"
-    names = sorted(item.name for item in folder.iterdir() if item.name.endswith((".json", ".jsonl")))
+    names = sorted(
+        item.name for item in folder.iterdir() if item.name.endswith((".json", ".jsonl"))
+    )
     return [folder / name for name in names]
 
 
@@ -62,9 +64,12 @@ async def _demo(url: str) -> int:
     samples = sample_files()
     for sample in samples:
         await apublish(
-            client, sample.read_bytes(), stream=settings.input_stream,
-            format=sample_format(sample.name), id=sample.name,
-        )  # fmt: skip
+            client,
+            sample.read_bytes(),
+            stream=settings.input_stream,
+            format=sample_format(sample.name),
+            id=sample.name,
+        )
     print(f"published {len(samples)} sample responses to {settings.input_stream}\n")
     worker = Worker(settings, url)
     running = asyncio.create_task(worker.run())
@@ -72,7 +77,8 @@ async def _demo(url: str) -> int:
     worker.stop()
     status = await running
     for stream in (settings.output_stream, settings.dead_stream):
-        for entry_id, fields in await client.xrange(stream):
+        page = cast(list[tuple[bytes, dict[bytes, bytes]]], await client.xrange(stream))
+        for entry_id, fields in page:
             print(describe_entry(entry_id, fields, as_json=False))
     print("\ncounters (what /metrics serves):")
     for line in counter_lines(worker.metrics.registry):
@@ -87,9 +93,7 @@ async def _demo(url: str) -> int:
 async def _wait_for(client: redis_asyncio.Redis, output: str, dead: str, count: int) -> bool:
     deadline = time.monotonic() + WAIT_SECONDS
     while time.monotonic() < deadline:
-        async with client.pipeline(transaction=False) as pipeline:
-            lengths = await pipeline.xlen(output).xlen(dead).execute()
-        if sum(lengths) >= count:
+        if await client.xlen(output) + await client.xlen(dead) >= count:
             return True
         await asyncio.sleep(0.05)
     return False

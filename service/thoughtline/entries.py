@@ -52,7 +52,9 @@ class Outcome:
     seconds: float = field(default=0.0)
 
 
-def process(entry_id: bytes, raw_fields: Fields, delivery_count: int, settings: Settings) -> Outcome:
+def process(
+    entry_id: bytes, raw_fields: Fields, delivery_count: int, settings: Settings
+) -> Outcome:
     """The record output (or dead letter) for one stream entry delivered `delivery_count` times."""
     declared_format: str | None = None
     try:
@@ -186,9 +188,7 @@ def _delta_output(delta: msgspec.Struct, record: Record, settings: Settings) -> 
 def _optional(module_name: str, function_name: str, feature: str) -> Callable[..., Any]:
     """A function another part of Thoughtline provides; its absence dead-letters the entry."""
     try:
-        function: Callable[..., Any] = getattr(
-            importlib.import_module(module_name), function_name
-        )
+        function: Callable[..., Any] = getattr(importlib.import_module(module_name), function_name)
     except (ImportError, AttributeError):
         raise NormalizeError(
             "invalid_entry",

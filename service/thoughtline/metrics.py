@@ -40,8 +40,21 @@ OUTCOMES: Final = ("normalized", "dead_lettered", "skipped")
 DEAD_LETTER_REASONS: Final = (*get_args(NormalizeReason), OTHER)
 TOKEN_KINDS: Final = ("input", "output", "reasoning", "cached")
 NORMALIZE_BUCKETS: Final = (
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-)  # fmt: skip
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+)
 
 
 def format_label(value: str | None) -> str:
@@ -171,7 +184,7 @@ class HealthServer:
         self._before_scrape = before_scrape
         self._server: asyncio.Server | None = None
 
-    async def start(self, port: int, host: str = "0.0.0.0") -> int:  # noqa: S104 - probes
+    async def start(self, port: int, host: str = "0.0.0.0") -> int:
         """Listen and return the port (the chosen one when `port` is 0)."""
         self._server = await asyncio.start_server(self._handle, host, port)
         bound_port: int = self._server.sockets[0].getsockname()[1]

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 import redis
 
@@ -26,17 +26,22 @@ from thoughtline.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
 from thoughtline.errors import NormalizeError, ThoughtlineError
 from thoughtline.normalize import detect_format
 from thoughtline.record import KNOWN_FORMATS
+from thoughtline.worker import StreamsResponse
 
 EXIT_INVALID_SETTINGS: Final = 2
 PIPELINE_ENTRIES: Final = 100
 """XADDs sent per round trip; a publish of more than 20 files shows progress at each."""
-Subparsers = argparse._SubParsersAction  # noqa: SLF001 - argparse's own type
+Subparsers = argparse._SubParsersAction
 
 
 def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     serve = subparsers.add_parser("serve", help="run one worker (scale with processes)")
-    serve.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
-                       help="embedded Redis data folder (default: .thoughtline/redis)")  # fmt: skip
+    serve.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA_DIR,
+        help="embedded Redis data folder (default: .thoughtline/redis)",
+    )
     serve.set_defaults(command=run_serve)
 
     publish = subparsers.add_parser("publish", help="XADD raw payload files to the input stream")
@@ -69,15 +74,18 @@ def run_serve(arguments: argparse.Namespace) -> int:
     except SettingsError as error:
         return _invalid_settings(error)
     _configure_logging(settings)
-    from thoughtline.worker import Worker  # noqa: PLC0415 - FastStream only when serving
+    from thoughtline.worker import Worker
 
     embedded: EmbeddedRedis | None = None
     url = settings.redis_url
     if url is None:
         embedded = EmbeddedRedis(arguments.data_dir)
         url = embedded.start()
-        print(f"thoughtline: no THOUGHTLINE_REDIS_URL set; started an embedded Redis at {url} "
-              f"(data in {arguments.data_dir})", flush=True)  # fmt: skip
+        print(
+            f"thoughtline: no THOUGHTLINE_REDIS_URL set; started an embedded Redis at {url} "
+            f"(data in {arguments.data_dir})",
+            flush=True,
+        )
     try:
         return asyncio.run(Worker(settings, url).run())
     except (redis.RedisError, OSError) as error:
@@ -128,7 +136,7 @@ def _flush(pipeline: redis.client.Pipeline, queued: list[str], done: int, total:
 def _entry_for_file(
     name: str, arguments: argparse.Namespace, settings: Settings
 ) -> dict[str, bytes]:
-    from thoughtline.client import entry  # noqa: PLC0415
+    from thoughtline.client import entry
 
     payload = _read(name, settings.max_payload_bytes)
     entry_format = arguments.format or _detected_format(payload)
@@ -173,7 +181,7 @@ def run_tail(arguments: argparse.Namespace) -> int:
     last_id = "0" if arguments.from_start else "$"
     shown = 0
     while arguments.count is None or shown < arguments.count:
-        response = client.xread({stream: last_id}, count=100, block=1000)
+        response = cast(StreamsResponse, client.xread({stream: last_id}, count=100, block=1000))
         for _, page in response or []:
             for entry_id, fields in page:
                 last_id = entry_id.decode()
@@ -185,14 +193,14 @@ def run_tail(arguments: argparse.Namespace) -> int:
 
 
 def run_demo(arguments: argparse.Namespace) -> int:
-    from thoughtline import demo  # noqa: PLC0415 - FastStream only when needed
+    from thoughtline import demo
 
     _configure_logging(Settings(log_level="WARNING", redis_url=None))
     return asyncio.run(demo.run())
 
 
 def run_asyncapi(arguments: argparse.Namespace) -> int:
-    from thoughtline.asyncapi import asyncapi_document  # noqa: PLC0415
+    from thoughtline.asyncapi import asyncapi_document
 
     document = asyncapi_document()
     if arguments.write is None:
@@ -212,8 +220,11 @@ def _connect() -> tuple[Settings | None, redis.Redis | None]:
         return None, None
     url = settings.redis_url or running_url()
     if url is None:
-        print("thoughtline: no Redis: set THOUGHTLINE_REDIS_URL, or run `thoughtline serve` "
-              "in this folder first", file=sys.stderr)  # fmt: skip
+        print(
+            "thoughtline: no Redis: set THOUGHTLINE_REDIS_URL, or run `thoughtline serve` "
+            "in this folder first",
+            file=sys.stderr,
+        )
         return settings, None
     return settings, redis.Redis.from_url(url, socket_connect_timeout=5)
 

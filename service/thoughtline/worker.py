@@ -23,7 +23,7 @@ import signal
 import socket
 import time
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import redis.asyncio as redis_asyncio
 from faststream import FastStream
@@ -51,6 +51,8 @@ logger = logging.getLogger(__name__)
 EXIT_FATAL: Final = 3
 GRACEFUL_TIMEOUT_SECONDS: Final = 30.0
 STARTUP_RETRY_SECONDS: Final = 30.0
+StreamsResponse = list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]
+"""What XREAD/XREADGROUP return with bytes responses: [(stream, [(entry id, fields)])]."""
 Entry = tuple[bytes, Fields, int]
 """(stream entry id, fields, times delivered)."""
 
@@ -127,8 +129,9 @@ class Worker:
         self.app.exit()
 
     def fail(self, reason: str) -> None:
-        logger.error("%s; exiting with status %d so a supervisor restarts the worker",
-                     reason, EXIT_FATAL)  # fmt: skip
+        logger.error(
+            "%s; exiting with status %d so a supervisor restarts the worker", reason, EXIT_FATAL
+        )
         self.exit_code = EXIT_FATAL
         self._stopping = True
         self.app.exit()
@@ -183,8 +186,12 @@ class Worker:
 
     async def _after_startup(self) -> None:
         self._reclaimer = asyncio.create_task(self._reclaim_forever(), name="reclaimer")
-        logger.info("worker %s reading %s as group %s", self.consumer,
-                    self.settings.input_stream, self.settings.group)  # fmt: skip
+        logger.info(
+            "worker %s reading %s as group %s",
+            self.consumer,
+            self.settings.input_stream,
+            self.settings.group,
+        )
 
     async def _on_shutdown(self) -> None:
         if not self._stopping:  # FastStream stopped us: its reader hit a terminal error
@@ -212,18 +219,27 @@ class Worker:
             except TRANSIENT_ERRORS as error:
                 if time.monotonic() > deadline:
                     raise
-                logger.warning("Redis unreachable at start (%s); retrying in %.1f s",
-                               type(error).__name__, delay)  # fmt: skip
+                logger.warning(
+                    "Redis unreachable at start (%s); retrying in %.1f s",
+                    type(error).__name__,
+                    delay,
+                )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
     async def _drain_own_pending(self) -> None:
         """Finish entries this consumer read but had not started when it was told to stop."""
         response = await self.client.xreadgroup(
-            self.settings.group, self.consumer, {self.settings.input_stream: "0"},
+            self.settings.group,
+            self.consumer,
+            {self.settings.input_stream: "0"},
             count=self.settings.batch_size,
-        )  # fmt: skip
-        entries = [(entry_id, fields, 1) for _, page in response for entry_id, fields in page]
+        )
+        entries = [
+            (entry_id, fields, 1)
+            for _, page in cast(StreamsResponse, response)
+            for entry_id, fields in page
+        ]
         if entries:
             logger.info("finishing %d entries read before the stop", len(entries))
             await self.handle(entries)
@@ -245,8 +261,11 @@ class Worker:
                 await self._recreate_group()
             except TRANSIENT_ERRORS as error:
                 delay = min(delay * 2, 5.0)
-                logger.warning("reclaimer: Redis unreachable (%s); retrying in %.1f s",
-                               type(error).__name__, delay)  # fmt: skip
+                logger.warning(
+                    "reclaimer: Redis unreachable (%s); retrying in %.1f s",
+                    type(error).__name__,
+                    delay,
+                )
             if not self.subscriber.running and not self._stopping:
                 self.fail("the reader stopped (the consumer group vanished?)")
                 return
@@ -263,15 +282,21 @@ class Worker:
                 await self.handle(entries)
             if cursor == b"0-0":
                 if total:
-                    logger.info("reclaimed %d entries idle for %d ms or more", total,
-                                self.settings.min_idle_ms)  # fmt: skip
+                    logger.info(
+                        "reclaimed %d entries idle for %d ms or more",
+                        total,
+                        self.settings.min_idle_ms,
+                    )
                 return total
 
     async def _recreate_group(self) -> None:
         with contextlib.suppress(*TRANSIENT_ERRORS):
             if await ensure_group(self.client, self.settings):
-                logger.warning("the consumer group %s had vanished (Redis restarted empty?); "
-                               "recreated it at id 0", self.settings.group)  # fmt: skip
+                logger.warning(
+                    "the consumer group %s had vanished (Redis restarted empty?); "
+                    "recreated it at id 0",
+                    self.settings.group,
+                )
 
     # --- health ------------------------------------------------------------------------------
 

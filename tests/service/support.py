@@ -59,8 +59,9 @@ def wait_for_length(client: redis.Redis, stream: str, length: int, timeout: floa
 def serve_environment(settings: Settings, **overrides: str) -> dict[str, str]:
     """The environment of a `thoughtline serve` process for these settings."""
     return {
-        **{name: value for name, value in os.environ.items()
-           if not name.startswith("THOUGHTLINE_")},
+        **{
+            name: value for name, value in os.environ.items() if not name.startswith("THOUGHTLINE_")
+        },
         "THOUGHTLINE_REDIS_URL": settings.redis_url or "",
         "THOUGHTLINE_INPUT_STREAM": settings.input_stream,
         "THOUGHTLINE_OUTPUT_STREAM": settings.output_stream,
@@ -72,7 +73,7 @@ def serve_environment(settings: Settings, **overrides: str) -> dict[str, str]:
         "THOUGHTLINE_MIN_IDLE_MS": str(settings.min_idle_ms),
         "THOUGHTLINE_MAX_DELIVERIES": str(settings.max_deliveries),
         **overrides,
-    }  # fmt: skip
+    }
 
 
 def serve(

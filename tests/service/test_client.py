@@ -19,10 +19,17 @@ GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.js
 
 
 def test_entry_fields_follow_the_input_contract() -> None:
-    fields = tl.entry(GOOD, format="gemini", id="req-1", meta={"user": "u1"}, kind="response",
-                      deltas=True)  # fmt: skip
-    assert fields == {"payload": GOOD, "format": b"gemini", "id": b"req-1",
-                      "meta": b'{"user":"u1"}', "kind": b"response", "deltas": b"1"}  # fmt: skip
+    fields = tl.entry(
+        GOOD, format="gemini", id="req-1", meta={"user": "u1"}, kind="response", deltas=True
+    )
+    assert fields == {
+        "payload": GOOD,
+        "format": b"gemini",
+        "id": b"req-1",
+        "meta": b'{"user":"u1"}',
+        "kind": b"response",
+        "deltas": b"1",
+    }
     assert tl.entry({"candidates": []}) == {"payload": b'{"candidates":[]}'}
 
 
@@ -34,21 +41,46 @@ async def test_published_responses_come_back_as_records_in_your_group(
         await tl.apublish(aclient, GOOD.decode(), stream=settings.input_stream, id="async")
     async with running_worker(settings):
         await wait_until(lambda: client.xlen(settings.output_stream) == 2)
-    messages = list(tl.records(client, group="billing", consumer="b1",
-                               stream=settings.output_stream, block_ms=10, stop_when_idle=True))
+    messages = list(
+        tl.records(
+            client,
+            group="billing",
+            consumer="b1",
+            stream=settings.output_stream,
+            block_ms=10,
+            stop_when_idle=True,
+        )
+    )
     assert [message.record.id for message in messages] == ["sync", "async"]
     assert json.loads(bytes(messages[0].record.meta)) == {"n": 1}
-    assert thoughtline.encode(messages[0].record) == client.xrange(settings.output_stream)[0][1][
-        b"record"
-    ]  # decoded and encoded again: the same bytes
+    assert (
+        thoughtline.encode(messages[0].record)
+        == client.xrange(settings.output_stream)[0][1][b"record"]
+    )  # decoded and encoded again: the same bytes
     messages[0].ack()
     # Restarted without acknowledging the second one: it comes back first, the first does not.
-    again = list(tl.records(client, group="billing", consumer="b1",
-                            stream=settings.output_stream, block_ms=10, stop_when_idle=True))
+    again = list(
+        tl.records(
+            client,
+            group="billing",
+            consumer="b1",
+            stream=settings.output_stream,
+            block_ms=10,
+            stop_when_idle=True,
+        )
+    )
     assert [message.record.id for message in again] == ["async"]
     # Another group reads everything independently.
-    audit = list(tl.records(client, group="audit", consumer="a1",
-                            stream=settings.output_stream, block_ms=10, stop_when_idle=True))
+    audit = list(
+        tl.records(
+            client,
+            group="audit",
+            consumer="a1",
+            stream=settings.output_stream,
+            block_ms=10,
+            stop_when_idle=True,
+        )
+    )
     assert len(audit) == 2
 
 
@@ -59,9 +91,14 @@ async def test_async_records_and_acknowledgement(settings: Settings, client: red
         await wait_until(lambda: client.xlen(settings.output_stream) == 3)
     async with redis_asyncio.Redis.from_url(settings.redis_url or "") as aclient:
         seen = []
-        async for message in tl.arecords(aclient, group="g", consumer="c",
-                                         stream=settings.output_stream, block_ms=10,
-                                         stop_when_idle=True):  # fmt: skip
+        async for message in tl.arecords(
+            aclient,
+            group="g",
+            consumer="c",
+            stream=settings.output_stream,
+            block_ms=10,
+            stop_when_idle=True,
+        ):
             seen.append(message.record.id)
             assert await message.ack() == 1
     assert seen == ["r0", "r1", "r2"]

@@ -25,16 +25,24 @@ needs_redis_server = pytest.mark.skipif(
 
 
 def environment(**variables: str) -> dict[str, str]:
-    clean = {name: value for name, value in os.environ.items()
-             if not name.startswith("THOUGHTLINE_")}  # fmt: skip
+    clean = {
+        name: value for name, value in os.environ.items() if not name.startswith("THOUGHTLINE_")
+    }
     return {**clean, "THOUGHTLINE_METRICS_PORT": "0", **variables}
 
 
-def thoughtline(*arguments: str, cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def thoughtline(
+    *arguments: str, cwd: Path, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "thoughtline.cli", *arguments],
-        cwd=cwd, env=environment(), capture_output=True, text=True, timeout=timeout, check=False,
-    )  # fmt: skip
+        cwd=cwd,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def test_the_committed_asyncapi_document_matches_the_app() -> None:
@@ -69,21 +77,29 @@ def test_serve_with_no_redis_configured_then_publish_and_tail(tmp_path: Path) ->
     with (tmp_path / "serve.log").open("wb") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "thoughtline.cli", "serve"],
-            cwd=tmp_path, env=environment(), stdout=subprocess.PIPE, stderr=log,
-        )  # fmt: skip
+            cwd=tmp_path,
+            env=environment(),
+            stdout=subprocess.PIPE,
+            stderr=log,
+        )
     try:
         assert server.stdout is not None
         announcement = server.stdout.readline().decode()
         assert "started an embedded Redis at redis://127.0.0.1:" in announcement
         assert (tmp_path / ".thoughtline" / "redis" / "url").exists()
-        files = [str(SAMPLES / "anthropic.thinking-block.json"), str(SAMPLES / "gemini.stream.jsonl")]
+        files = [
+            str(SAMPLES / "anthropic.thinking-block.json"),
+            str(SAMPLES / "gemini.stream.jsonl"),
+        ]
         published = thoughtline("publish", *files, cwd=tmp_path)
         assert published.returncode == 0, published.stderr
         assert "published 2 entries" in published.stderr
         tail = thoughtline("tail", "--from-start", "--count", "2", cwd=tmp_path)
         assert tail.returncode == 0, tail.stderr
         assert [line.split()[1:3] for line in tail.stdout.splitlines()] == [
-            ["anthropic", "anthropic.thinking-block.json"], ["gemini", "gemini.stream.jsonl"]]
+            ["anthropic", "anthropic.thinking-block.json"],
+            ["gemini", "gemini.stream.jsonl"],
+        ]
         as_json = thoughtline("tail", "--from-start", "--count", "1", "--json", cwd=tmp_path)
         assert json.loads(as_json.stdout)["schema"] == "thoughtline.record/1"
     finally:
@@ -116,32 +132,51 @@ def test_a_long_publish_shows_progress(
     result = subprocess.run(
         [sys.executable, "-m", "thoughtline.cli", "publish", *files],
         env=environment(THOUGHTLINE_REDIS_URL=redis_url, **stream_environment(stream_names)),
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
-        "  100/150", "  150/150", f"published 150 entries to {stream_names['input_stream']}"]
+        "  100/150",
+        "  150/150",
+        f"published 150 entries to {stream_names['input_stream']}",
+    ]
 
 
 def stream_environment(stream_names: dict[str, str]) -> dict[str, str]:
     return {f"THOUGHTLINE_{name.upper()}": value for name, value in stream_names.items()}
 
 
-def test_publish_reports_each_bad_file_on_one_line(tmp_path: Path, redis_url: str,
-                                                   stream_names: dict[str, str]) -> None:
+def test_publish_reports_each_bad_file_on_one_line(
+    tmp_path: Path, redis_url: str, stream_names: dict[str, str]
+) -> None:
     unknown = tmp_path / "unknown.json"
     unknown.write_text('{"hello": "world"}')
     good = SAMPLES / "ollama.thinking.json"
     result = subprocess.run(
-        [sys.executable, "-m", "thoughtline.cli", "publish", str(unknown), str(good),
-         str(tmp_path / "missing.json")],
+        [
+            sys.executable,
+            "-m",
+            "thoughtline.cli",
+            "publish",
+            str(unknown),
+            str(good),
+            str(tmp_path / "missing.json"),
+        ],
         env=environment(THOUGHTLINE_REDIS_URL=redis_url, **stream_environment(stream_names)),
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("thoughtline:")]
     assert [error.split(":")[1].strip() for error in errors] == [
-        str(unknown), str(tmp_path / "missing.json")]  # fmt: skip
+        str(unknown),
+        str(tmp_path / "missing.json"),
+    ]
     assert "pass --format" in errors[0]
     assert "published 1 entries" in result.stderr
     assert result.stdout.startswith(f"{good} -> ")

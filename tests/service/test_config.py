@@ -83,15 +83,24 @@ def test_a_redis_password_is_never_repeated_in_an_error(monkeypatch: pytest.Monk
 def test_streams_must_share_one_hash_tag() -> None:
     with pytest.raises(SettingsError, match="THOUGHTLINE_OUTPUT_STREAM has hash tag"):
         load_settings(output_stream="{other}:normalized")
-    renamed = load_settings(input_stream="{tl}:in", output_stream="{tl}:out",
-                            dead_stream="{tl}:dead", deltas_stream="{tl}:deltas")  # fmt: skip
+    renamed = load_settings(
+        input_stream="{tl}:in",
+        output_stream="{tl}:out",
+        dead_stream="{tl}:dead",
+        deltas_stream="{tl}:deltas",
+    )
     assert renamed.stream_keys() == ("{tl}:in", "{tl}:out", "{tl}:dead", "{tl}:deltas")
 
 
 @pytest.mark.parametrize(
     ("key", "tag"),
-    [("{thoughtline}:raw", "thoughtline"), ("a{b}c{d}", "b"), ("{}x", None), ("plain", None),
-     ("x{y", None)],
-)  # fmt: skip
+    [
+        ("{thoughtline}:raw", "thoughtline"),
+        ("a{b}c{d}", "b"),
+        ("{}x", None),
+        ("plain", None),
+        ("x{y", None),
+    ],
+)
 def test_hash_tag_follows_redis_cluster_rules(key: str, tag: str | None) -> None:
     assert hash_tag(key) == tag

@@ -17,7 +17,7 @@ from thoughtline.entries import Outcome, process
 
 pytestmark = pytest.mark.redis
 
-GEMINI = (Path(thoughtline.__file__).parent / "samples" / "gemini.thought-and-answer.json")
+GEMINI = Path(thoughtline.__file__).parent / "samples" / "gemini.thought-and-answer.json"
 PAYLOAD = GEMINI.read_bytes()
 
 

@@ -37,8 +37,15 @@ def run(settings: Settings, fields: dict[bytes, bytes], deliveries: int = 1) -> 
 
 
 def test_a_response_becomes_one_record_output_with_plain_fields(settings: Settings) -> None:
-    outcome = run(settings, {b"payload": GEMINI, b"format": b"gemini", b"id": b"req-42",
-                             b"meta": b'{"conversation_id": "c1"}'})  # fmt: skip
+    outcome = run(
+        settings,
+        {
+            b"payload": GEMINI,
+            b"format": b"gemini",
+            b"id": b"req-42",
+            b"meta": b'{"conversation_id": "c1"}',
+        },
+    )
     assert outcome.dead_reason is None
     [output] = outcome.outputs
     assert output.stream == settings.output_stream
@@ -76,9 +83,20 @@ def test_the_id_defaults_to_the_stream_entry_id_and_the_format_is_detected(
         ({b"payload": GEMINI, b"id": b"\xff\xfe"}, "invalid_entry"),
         ({b"payload": b""}, "empty"),
     ],
-    ids=["no-payload", "no-fields", "not-json", "too-large", "unknown-format",
-         "undetectable", "meta-not-object", "unknown-kind", "bad-deltas", "id-not-utf8", "empty"],
-)  # fmt: skip
+    ids=[
+        "no-payload",
+        "no-fields",
+        "not-json",
+        "too-large",
+        "unknown-format",
+        "undetectable",
+        "meta-not-object",
+        "unknown-kind",
+        "bad-deltas",
+        "id-not-utf8",
+        "empty",
+    ],
+)
 def test_bad_entries_become_dead_letters_with_every_original_field(
     settings: Settings, fields: dict[bytes, bytes], reason: str
 ) -> None:
@@ -125,9 +143,9 @@ def test_deltas_add_one_output_per_chunk_to_the_deltas_stream(settings: Settings
     deltas = [json.loads(fields_of(output)[b"delta"]) for output in delta_outputs]
     assert [delta["seq"] for delta in deltas] == [0, 1, 2, 3]
     assert deltas[-1]["is_final"] is True
-    assert deltas[-1]["accumulated_text"] == json.loads(fields_of(record_output)[b"record"])[
-        "content"
-    ]
+    assert (
+        deltas[-1]["accumulated_text"] == json.loads(fields_of(record_output)[b"record"])["content"]
+    )
 
 
 def test_requests_need_the_replay_module_and_are_dead_lettered_without_it(
@@ -145,7 +163,7 @@ def test_requests_go_through_replay_normalize_request_and_are_marked(
     replay = types.ModuleType("thoughtline.replay")
     seen = {}
 
-    def normalize_request(payload: bytes, format: str | None, **options: Any) -> Any:  # noqa: A002
+    def normalize_request(payload: bytes, format: str | None, **options: Any) -> Any:
         seen.update(options, payload=payload, format=format)
         return thoughtline.normalize(GEMINI, "gemini", record_id=options["record_id"])
 
@@ -154,8 +172,12 @@ def test_requests_go_through_replay_normalize_request_and_are_marked(
     outcome = run(settings, {b"payload": b"{}", b"kind": b"request", b"format": b"gemini"})
     fields = fields_of(outcome.outputs[0])
     assert fields[b"kind"] == b"request"
-    assert seen == {"payload": b"{}", "format": "gemini", "record_id": ENTRY_ID.decode(),
-                    "meta": None}  # fmt: skip
+    assert seen == {
+        "payload": b"{}",
+        "format": "gemini",
+        "record_id": ENTRY_ID.decode(),
+        "meta": None,
+    }
 
 
 async def _faststream_envelope(message: Any, headers: dict[str, Any]) -> bytes:

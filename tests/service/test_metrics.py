@@ -47,8 +47,10 @@ def families(metrics: Metrics) -> dict[str, object]:
 
 def test_exactly_the_metrics_of_the_design_with_their_labels() -> None:
     found = {
-        name: (family.type, {label for sample in family.samples for label in sample.labels
-                             if label != "le"})  # fmt: skip
+        name: (
+            family.type,
+            {label for sample in family.samples for label in sample.labels if label != "le"},
+        )
         for name, family in families(Metrics()).items()  # type: ignore[attr-defined]
     }
     assert found == DESIGN_METRICS
@@ -57,14 +59,17 @@ def test_exactly_the_metrics_of_the_design_with_their_labels() -> None:
 def test_label_values_stay_in_their_fixed_sets_whatever_the_record_says() -> None:
     metrics = Metrics()
     record = Record(
-        id="x", format="gemini", provider="google", model="some-new-model-name",
+        id="x",
+        format="gemini",
+        provider="google",
+        model="some-new-model-name",
         usage=Usage(input_tokens=3, output_tokens=5, reasoning_tokens=2, cached_input_tokens=1),
         detections=[
             Detection(kind="leaked_thought", code="inline_tag", path="p"),
             Detection(kind="leaked_thought", code="brand_new_leak", path="p"),
             Detection(kind="malformed_part", code="never_heard_of_it", path="p"),
         ],
-    )  # fmt: skip
+    )
     metrics.observe_record(record)
     metrics.observe_dead_letter("not-a-format", "some_new_reason")
     metrics.observe_skipped(None)

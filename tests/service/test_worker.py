@@ -11,12 +11,12 @@ import redis
 from faststream.redis import RedisBroker
 
 import thoughtline
+from tests.service.support import running_worker, wait_until
 from thoughtline.config import Settings
 from thoughtline.delivery import Committer
 from thoughtline.demo import sample_files, sample_format
 from thoughtline.entries import process
 from thoughtline.record import KNOWN_FORMATS
-from tests.service.support import running_worker, wait_until
 
 pytestmark = pytest.mark.redis
 FORMATS = import_module("thoughtline.normalize").FORMATS
@@ -53,8 +53,10 @@ async def test_every_sample_of_a_format_becomes_its_record(
     samples = [s for s in sample_files() if sample_format(s.name) == format_name]
     assert samples, f"no sample for {format_name} in thoughtline/samples"
     for sample in samples:
-        client.xadd(settings.input_stream, {"payload": sample.read_bytes(), "format": format_name,
-                                            "id": sample.name})  # fmt: skip
+        client.xadd(
+            settings.input_stream,
+            {"payload": sample.read_bytes(), "format": format_name, "id": sample.name},
+        )
     async with running_worker(settings):
         await wait_until(lambda: client.xlen(settings.output_stream) == len(samples))
     records = records_by_id(client, settings.output_stream)
@@ -82,21 +84,31 @@ async def test_bad_entries_are_dead_lettered_and_the_worker_keeps_going(
         client.xadd(settings.input_stream, fields)
         client.xadd(settings.input_stream, {"payload": GOOD, "id": f"good-after-{name}"})
     async with running_worker(small) as worker:
-        await wait_until(lambda: client.xlen(settings.output_stream) == 4
-                         and client.xlen(settings.dead_stream) == 4)  # fmt: skip
+        await wait_until(
+            lambda: (
+                client.xlen(settings.output_stream) == 4 and client.xlen(settings.dead_stream) == 4
+            )
+        )
         _, metrics = await http_get(worker.metrics_port or 0, "/metrics")
     dead = records_by_id(client, settings.dead_stream)
     reasons = {name: fields[b"reason"].decode() for name, fields in dead.items()}
-    assert reasons == {"not-json": "not_json", "no-payload": "invalid_entry",
-                       "unknown-format": "unknown_format", "oversize": "too_large"}  # fmt: skip
+    assert reasons == {
+        "not-json": "not_json",
+        "no-payload": "invalid_entry",
+        "unknown-format": "unknown_format",
+        "oversize": "too_large",
+    }
     for name, fields in bad.items():
         for field, value in fields.items():
-            assert dead[name][field.encode()] == (value.encode() if isinstance(value, str)
-                                                  else value)  # fmt: skip
+            assert dead[name][field.encode()] == (
+                value.encode() if isinstance(value, str) else value
+            )
         assert dead[name][b"delivery_count"] == b"1"
     assert sample_value(metrics, 'thoughtline_dead_letters_total{reason="not_json"}') == 1
-    assert sample_value(metrics, 'thoughtline_records_total{format="gemini",outcome="normalized"}'
-                        ) == 4  # fmt: skip
+    assert (
+        sample_value(metrics, 'thoughtline_records_total{format="gemini",outcome="normalized"}')
+        == 4
+    )
     assert client.xpending(settings.input_stream, settings.group)["pending"] == 0
 
 
@@ -114,8 +126,10 @@ async def test_entries_published_through_faststream_work_too(
 ) -> None:
     async with running_worker(settings):
         async with RedisBroker(settings.redis_url or "") as broker:
-            await broker.publish({"payload": GOOD.decode(), "format": "gemini", "id": "fs"},
-                                 stream=settings.input_stream)  # fmt: skip
+            await broker.publish(
+                {"payload": GOOD.decode(), "format": "gemini", "id": "fs"},
+                stream=settings.input_stream,
+            )
             await broker.publish(GOOD, stream=settings.input_stream, headers={"id": "fs-raw"})
         await wait_until(lambda: client.xlen(settings.output_stream) == 2)
     assert set(records_by_id(client, settings.output_stream)) == {"fs", "fs-raw"}
@@ -142,8 +156,9 @@ async def test_an_entry_delivered_too_often_is_dead_lettered(
     client.xgroup_create(settings.input_stream, settings.group, id="0", mkstream=True)
     entry_id = client.xadd(settings.input_stream, {"payload": GOOD, "id": "poison"})
     client.xreadgroup(settings.group, "crashed-worker", {settings.input_stream: ">"})
-    client.xclaim(settings.input_stream, settings.group, "crashed-worker", 0, [entry_id],
-                  retrycount=3)  # fmt: skip
+    client.xclaim(
+        settings.input_stream, settings.group, "crashed-worker", 0, [entry_id], retrycount=3
+    )
     async with running_worker(eager):
         await wait_until(lambda: client.xlen(settings.dead_stream) == 1)
     [(_, dead)] = client.xrange(settings.dead_stream)
@@ -181,8 +196,10 @@ async def test_health_readiness_and_metrics_endpoints(
         status, metrics = await http_get(port, "/metrics")
         assert status == 200
         assert sample_value(metrics, "thoughtline_stream_lag") == 0
-        assert sample_value(metrics, 'thoughtline_tokens_total{format="gemini",kind="reasoning"}'
-                            ) == 41  # fmt: skip
+        assert (
+            sample_value(metrics, 'thoughtline_tokens_total{format="gemini",kind="reasoning"}')
+            == 41
+        )
         assert "faststream_received_messages_total" in metrics
         assert (await http_get(port, "/nothing"))[0] == 404
         client.xgroup_destroy(settings.input_stream, settings.group)
@@ -199,7 +216,7 @@ async def test_stream_lag_counts_entries_not_yet_done(
             client.xadd(settings.input_stream, {"payload": GOOD, "id": f"waiting-{number}"})
         _, metrics = await http_get(worker.metrics_port or 0, "/metrics")
         assert sample_value(metrics, "thoughtline_stream_lag") == 5
-        worker._stopping = True  # noqa: SLF001 - the reader was stopped on purpose
+        worker._stopping = True
 
 
 async def test_a_normalizer_crash_is_a_dead_letter_and_the_worker_goes_on(
@@ -216,7 +233,10 @@ async def test_a_normalizer_crash_is_a_dead_letter_and_the_worker_goes_on(
     client.xadd(settings.input_stream, {"payload": GOOD.replace(b"STOP", b"CRASH"), "id": "x"})
     client.xadd(settings.input_stream, {"payload": GOOD, "id": "after"})
     async with running_worker(settings):
-        await wait_until(lambda: client.xlen(settings.output_stream) == 1
-                         and client.xlen(settings.dead_stream) == 1)  # fmt: skip
+        await wait_until(
+            lambda: (
+                client.xlen(settings.output_stream) == 1 and client.xlen(settings.dead_stream) == 1
+            )
+        )
     [(_, dead)] = client.xrange(settings.dead_stream)
     assert dead[b"reason"] == b"normalizer_crash"

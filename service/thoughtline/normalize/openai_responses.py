@@ -273,16 +273,37 @@ def _read_function_call(item: OutputItem, path: str, turn: Turn) -> None:
 def _parts(
     raw_parts: msgspec.Raw, path: str, detections: list[Detection]
 ) -> Iterator[tuple[str, ContentPart]]:
-    """The usable parts of a content or summary list with their paths, lazily, so that
-    detections for unusable parts fall in order among the caller's own."""
-    if not present(raw_parts):
+    """The usable parts of a content or summary list with their paths.
+
+    Lazy, so that detections for unusable parts fall in order among the caller's own.
+    """
+    if _absent(raw_parts):
         return
+    try:  # the usual case: one decode for the whole list
+        parts = decoder_for(list[ContentPart]).decode(raw_parts)
+    except msgspec.ValidationError:
+        yield from _parts_one_by_one(raw_parts, path, detections)
+        return
+    except msgspec.DecodeError as error:  # invalid UTF-8 inside: the body is not JSON
+        raise NormalizeError("not_json", f"{path}: {error}") from error
+    for index, part in enumerate(parts):
+        yield f"{path}[{index}]", part
+
+
+def _parts_one_by_one(
+    raw_parts: msgspec.Raw, path: str, detections: list[Detection]
+) -> Iterator[tuple[str, ContentPart]]:
     raw_list = decode_part(raw_parts, list[msgspec.Raw], path, detections)
     for index, raw_part in enumerate(raw_list or ()):
         part_path = f"{path}[{index}]"
         part = decode_part(raw_part, ContentPart, part_path, detections)
         if part is not None:
             yield part_path, part
+
+
+def _absent(raw: msgspec.Raw) -> bool:
+    """Absent or JSON null, without copying a long value (as `compose.present` would)."""
+    return len(raw) == 0 or (len(raw) == 4 and bytes(raw) == b"null")
 
 
 def _string(value: Any) -> str | None:
