@@ -127,6 +127,23 @@ def encode(record: Record) -> bytes:
     return _record_encoder.encode(record)
 
 
+class _RecordView(Record, kw_only=True):
+    """A record as JSON: msgspec cannot decode `Raw | None`, so `native_usage` reads as Raw."""
+
+    native_usage: msgspec.Raw = msgspec.Raw()
+
+
+_record_view_decoder: Final = msgspec.json.Decoder(_RecordView)
+
+
 def decode(data: bytes | str) -> Record:
-    """A record back from its JSON (as a consumer reads the `record` field)."""
-    return msgspec.json.decode(data, type=Record)
+    """A record back from its JSON (as a consumer reads the `record` field).
+
+    Opaque members (`replay_parts`, `native_usage`, `meta`) come back as `msgspec.Raw` slices
+    of `data`, so re-encoding the record gives their bytes unchanged.
+    """
+    view = _record_view_decoder.decode(data)
+    fields = {name: getattr(view, name) for name in Record.__struct_fields__}
+    usage = bytes(view.native_usage)
+    fields["native_usage"] = view.native_usage if usage and usage != b"null" else None
+    return Record(**fields)

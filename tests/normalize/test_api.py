@@ -99,3 +99,13 @@ def test_encoded_record_decodes_back_to_the_same_record() -> None:
     again = thoughtline.decode(thoughtline.encode(record))
     assert json.loads(thoughtline.encode(again)) == json.loads(thoughtline.encode(record))
     assert isinstance(again.meta, msgspec.Raw)
+
+
+def test_a_record_with_native_usage_decodes_back_byte_identical() -> None:
+    usage = b'{"promptTokenCount": 1, "totalTokenCount": 1}'
+    payload = b'{"candidates":[],"usageMetadata":' + usage + b"}"
+    encoded = thoughtline.encode(thoughtline.normalize(payload, "gemini"))
+    again = thoughtline.decode(encoded)
+    assert again.native_usage is not None
+    assert bytes(again.native_usage) == usage
+    assert thoughtline.encode(again) == encoded

@@ -11,8 +11,8 @@ import json
 import msgspec
 
 from thoughtline.errors import ReplayError
-from thoughtline.normalize.compose import present
 from thoughtline.record import Record
+from thoughtline.record import decode as decode_record
 
 
 def read_records(data: bytes) -> list[Record]:
@@ -31,7 +31,7 @@ def read_records(data: bytes) -> list[Record]:
     while position < len(text):
         try:
             _, end = decoder.raw_decode(text, position)
-            record = _record(text[position:end].encode())
+            record = decode_record(text[position:end].encode())
         except (ValueError, msgspec.ValidationError) as error:
             raise ReplayError(
                 f"record {len(records) + 1} is not a thoughtline record: {error}"
@@ -39,19 +39,6 @@ def read_records(data: bytes) -> list[Record]:
         records.append(record)
         position = _skip_space(text, end)
     return records
-
-
-class _RecordView(Record, kw_only=True):
-    """A record as JSON: msgspec cannot decode `Raw | None`, so `native_usage` reads as Raw."""
-
-    native_usage: msgspec.Raw = msgspec.Raw()
-
-
-def _record(data: bytes) -> Record:
-    view = msgspec.json.decode(data, type=_RecordView)
-    fields = {name: getattr(view, name) for name in Record.__struct_fields__}
-    fields["native_usage"] = view.native_usage if present(view.native_usage) else None
-    return Record(**fields)
 
 
 def _skip_space(text: str, position: int) -> int:
