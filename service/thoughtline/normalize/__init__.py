@@ -14,14 +14,26 @@ from typing import Final
 import msgspec
 
 from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.normalize import anthropic, bedrock
-from thoughtline.normalize import gemini
-from thoughtline.normalize import openai_responses
-from thoughtline.normalize import mistral, ollama, openai_chat
+from thoughtline.normalize import (
+    anthropic,
+    bedrock,
+    gemini,
+    mistral,
+    ollama,
+    openai_chat,
+    openai_responses,
+)
 from thoughtline.normalize.compose import decode, present
 from thoughtline.record import KNOWN_FORMATS, Record
 
-__all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "FORMATS", "PROVIDERS", "detect_format", "normalize"]
+__all__ = [
+    "DEFAULT_MAX_PAYLOAD_BYTES",
+    "FORMATS",
+    "PROVIDERS",
+    "detect_format",
+    "meta_object",
+    "normalize",
+]
 
 DEFAULT_MAX_PAYLOAD_BYTES: Final = 32 * 1024 * 1024
 
@@ -72,7 +84,7 @@ _MISTRAL_CHUNK: Final = re.compile(rb'"type"\s*:\s*"(?:thinking|reference|docume
 
 def normalize(
     payload: bytes | str,
-    format: str | None = None,  # noqa: A002 - the contract's own word
+    format: str | None = None,
     *,
     record_id: str | None = None,
     meta: bytes | str | None = None,
@@ -95,7 +107,7 @@ def normalize(
         raise UnknownFormatError(
             f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}"
         )
-    meta_raw = _meta(meta)
+    meta_raw = meta_object(meta)
     from thoughtline import streams  # a stream is chunks of the same formats
 
     if streams.looks_like_stream(body):
@@ -144,7 +156,8 @@ def _require_utf8(data: bytes) -> None:
         ) from error
 
 
-def _meta(meta: bytes | str | None) -> msgspec.Raw | None:
+def meta_object(meta: bytes | str | None) -> msgspec.Raw | None:
+    """The entry's `meta` as raw bytes, checked to be a JSON object (None stays None)."""
     if meta is None:
         return None
     data = meta.encode() if isinstance(meta, str) else meta

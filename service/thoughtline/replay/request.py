@@ -20,7 +20,7 @@ from typing import Any, cast
 import msgspec
 
 from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES, PROVIDERS, _meta, think_tags
+from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES, PROVIDERS, meta_object, think_tags
 from thoughtline.normalize.compose import EMPTY_META, decode, leaked
 from thoughtline.record import KNOWN_FORMATS, Detection, FormatName, Record
 from thoughtline.replay.fingerprints import (
@@ -70,7 +70,7 @@ def inspect_request(
     chosen = format if format is not None else detect_request_format(body)
     reading = REQUEST_READERS[chosen](body)
     detections = [*reading.detections, *_inline_detections(reading), *_in_request_repeats(reading)]
-    meta_raw = _meta(meta)
+    meta_raw = meta_object(meta)
     record = Record(
         id=record_id or "",
         format=cast(FormatName, chosen),  # checked, or detected
