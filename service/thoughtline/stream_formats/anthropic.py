@@ -102,6 +102,7 @@ class _State:
         self.message: RawObject | None = None
         self.message_delta: RawObject = {}
         self.usage: RawObject = {}
+        self.final_usage = False
         self.extras: RawObject = {}
         """Other `message_delta` fields (`context_management`): message fields when whole."""
         self.blocks: dict[int, _Block] = {}
@@ -139,6 +140,7 @@ def _read_event(chunk: Chunk, state: _State, assembly: Assembly) -> Piece:
     elif event.type == "message_delta":
         merge_last_wins(state.message_delta, event.delta or {}, frozenset())
         merge_last_wins(state.usage, event.usage or {}, frozenset())
+        state.final_usage = state.final_usage or event.usage is not None
         merge_last_wins(state.extras, read_object(chunk.data) or {}, _EVENT_FIELDS)
     elif event.type == "message_stop":
         state.stopped = True
@@ -210,8 +212,10 @@ def _body(state: _State, assembly: Assembly) -> bytes:
     for key in ("stop_reason", "stop_sequence"):
         if key in state.message_delta:
             message[key] = state.message_delta[key]
-    if state.usage:
+    if state.final_usage:  # `message_start` counts only the first output token
         message["usage"] = state.usage
+    else:
+        message.pop("usage", None)
     message.update(state.extras)
     if not assembly.complete:
         message["stop_reason"] = None
