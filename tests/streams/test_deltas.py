@@ -3,6 +3,7 @@ record (`accumulated_*` == the record's content and thinking, "" where thinking 
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -165,7 +166,7 @@ def test_inline_extraction_by_chunks_equals_the_whole_text_extraction(
     text: str, cuts: list[int]
 ) -> None:
     points = sorted({min(cut, len(text)) for cut in cuts} | {0, len(text)})
-    pieces = [text[start:end] for start, end in zip(points, points[1:], strict=False)] or [""]
+    pieces = [text[start:end] for start, end in itertools.pairwise(points)] or [""]
     payload = _chat(pieces)
     record = thoughtline.normalize(payload)
     assert_deltas_add_up(payload, record)
@@ -193,7 +194,10 @@ def test_every_chunk_gets_a_delta_even_pings(name: str) -> None:
 
 
 def test_only_the_reasoning_field_the_record_reads_counts_in_the_deltas() -> None:
-    chunk = '{{"id":"c","object":"chat.completion.chunk","choices":[{{"index":0,"delta":{0},"finish_reason":{1}}}]}}'
+    chunk = (
+        '{{"id":"c","object":"chat.completion.chunk",'
+        '"choices":[{{"index":0,"delta":{0},"finish_reason":{1}}}]}}'
+    )
     payload = "\n".join(
         [
             chunk.format('{"reasoning":"shadow ","reasoning_content":"real "}', "null"),
