@@ -148,6 +148,8 @@ def detect_format(body: bytes) -> str:
 def _require_utf8(data: bytes) -> None:
     """JSON text is UTF-8. Checked once up front because values the views skip unread
     (signatures, unknown fields) would otherwise carry invalid bytes into the record."""
+    if data.isascii():  # a word-at-a-time scan; most JSON on the wire is ASCII
+        return
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as error:
