@@ -2,8 +2,10 @@
 
     python bench/normalize.py [--repeat N] [--seconds S] [--no-litellm]
 
-Every figure is the median of --repeat rounds; contenders are interleaved round by round so
-machine noise hits them alike. Over the non-streamed corpus bodies (`../shared/corpus`):
+Rates are per-process CPU time (`time.process_time`), so other jobs on a shared machine do not
+count. Contenders are interleaved round by round so noise hits them alike. Every rate is the
+median of --repeat rounds, and every ratio is the median of the per-round ratios. Over the
+non-streamed corpus bodies (`../shared/corpus`):
 
 1. Per format: responses/s of `thoughtline.normalize` (format given), and the same rate
    divided by a plain `msgspec.json.decode` of the same bodies (size-neutral: the corpus bodies
@@ -56,15 +58,30 @@ def format_bodies(format_name: str) -> list[bytes]:
 
 
 def rate(work: Callable[[Payload], object], payloads: Sequence[Payload], seconds: float) -> float:
-    """Payloads per second, running `work` over `payloads` in a loop for about `seconds`."""
+    """Payloads per CPU second, running `work` over `payloads` for about `seconds` of CPU."""
     done = 0
-    start = time.perf_counter()
+    start = time.process_time()
     deadline = start + seconds
-    while time.perf_counter() < deadline:
+    while time.process_time() < deadline:
         for payload in payloads:
             work(payload)
         done += len(payloads)
-    return done / (time.perf_counter() - start)
+    return done / (time.process_time() - start)
+
+
+class Rates:
+    """Per-round rates of several contenders measured side by side."""
+
+    def __init__(self, samples: dict[str, list[float]]) -> None:
+        self.samples = samples
+
+    def __getitem__(self, name: str) -> float:
+        return statistics.median(self.samples[name])
+
+    def ratio(self, numerator: str, denominator: str) -> float:
+        """The median of the per-round ratios (robust to a round slowed by the machine)."""
+        pairs = zip(self.samples[numerator], self.samples[denominator], strict=True)
+        return statistics.median(ours / theirs for ours, theirs in pairs)
 
 
 def median_rates(
@@ -72,7 +89,7 @@ def median_rates(
     payloads: Sequence[Payload],
     repeat: int,
     seconds: float,
-) -> dict[str, float]:
+) -> Rates:
     """Interleave the contenders round by round so machine noise hits them alike."""
     for work in contenders.values():  # warm up: lazy imports and caches stay out of the figures
         for payload in payloads:
@@ -81,7 +98,7 @@ def median_rates(
     for _ in range(repeat):
         for name, work in contenders.items():
             samples[name].append(rate(work, payloads, seconds))
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return Rates(samples)
 
 
 def normalizer(format_name: str) -> Callable[[bytes], object]:
@@ -108,7 +125,7 @@ def per_format(repeat: int, seconds: float) -> dict[str, float]:
             seconds,
         )
         rates[format_name] = measured["normalize"]
-        fractions[format_name] = measured["normalize"] / measured["decode"]
+        fractions[format_name] = measured.ratio("normalize", "decode")
         size = sum(map(len, payloads)) / len(payloads) / 1024
         print(
             f"  {format_name:18s} {len(payloads):6d} {size:8.1f} "
@@ -144,9 +161,9 @@ def gemini_against_decode(repeat: int, seconds: float) -> float:
         repeat,
         seconds,
     )
-    for name, value in rates.items():
-        print(f"  {name:34s} {value:12,.0f} responses/s")
-    ratio = rates["thoughtline.normalize"] / rates["msgspec.json.decode (ceiling)"]
+    for name in rates.samples:
+        print(f"  {name:34s} {rates[name]:12,.0f} responses/s")
+    ratio = rates.ratio("thoughtline.normalize", "msgspec.json.decode (ceiling)")
     print(f"gemini: normalize / plain decode = {ratio:.2f}x (goal >= 0.45)")
     return ratio
 
@@ -172,7 +189,7 @@ def against_litellm(repeat: int, seconds: float) -> float | None:
         rates = median_rates(
             {"ours": normalizer(format_name), "litellm": transform}, payloads, repeat, seconds
         )
-        ratio = rates["ours"] / rates["litellm"]
+        ratio = rates.ratio("ours", "litellm")
         print(f"  {format_name:18s} {rates['ours']:13,.0f} {rates['litellm']:10,.0f} {ratio:6.1f}x")
     overall = median_rates(
         {
@@ -183,7 +200,7 @@ def against_litellm(repeat: int, seconds: float) -> float | None:
         repeat,
         seconds,
     )
-    ratio = overall["ours"] / overall["litellm"]
+    ratio = overall.ratio("ours", "litellm")
     print(
         f"all formats ({len(everything)} bodies): thoughtline / LiteLLM = {ratio:.1f}x "
         "(goal >= 20x)"
