@@ -130,7 +130,7 @@ def _read_event(chunk: Chunk, state: _State, assembly: Assembly) -> Piece:
         state.message = read_object(event.message) or read_object(_EMPTY_MESSAGE)
         state.usage = read_object((state.message or {}).get("usage", msgspec.Raw())) or {}
     elif event.type == "content_block_start":
-        _start_block(chunk, event, state, assembly)
+        return _start_block(chunk, event, state, assembly)
     elif event.type == "content_block_delta":
         return _apply_delta(chunk, event, state, assembly)
     elif event.type == "content_block_stop":
@@ -150,15 +150,21 @@ def _read_event(chunk: Chunk, state: _State, assembly: Assembly) -> Piece:
     return Piece()
 
 
-def _start_block(chunk: Chunk, event: _Event, state: _State, assembly: Assembly) -> None:
+def _start_block(chunk: Chunk, event: _Event, state: _State, assembly: Assembly) -> Piece:
+    """Open a block; text it already holds (the API opens them empty) counts as this chunk's."""
     fields = read_object(event.content_block)
     if not isinstance(event.index, int) or fields is None:
         assembly.detections.append(malformed("invalid_chunk", chunk_path(chunk)))
-        return
+        return Piece()
     if event.index in state.blocks:  # opened twice: the first opening stands
         assembly.detections.append(malformed("stream_out_of_order", chunk_path(chunk)))
-        return
-    state.blocks[event.index] = _Block(event.content_block, fields)
+        return Piece()
+    block = state.blocks[event.index] = _Block(event.content_block, fields)
+    if block.type == "text":
+        return Piece(text=read_string(fields.get("text")) or "")
+    if block.type == "thinking":
+        return Piece(thinking=read_string(fields.get("thinking")) or "", block=event.index)
+    return Piece()
 
 
 def _block(
@@ -169,8 +175,8 @@ def _block(
         assembly.detections.append(malformed("invalid_chunk", chunk_path(chunk)))
         return None
     block = state.blocks.get(event.index)
-    if block is not None and not block.stopped:
-        return block
+    if block is not None and not block.stopped and event.index == max(state.blocks):
+        return block  # blocks come one after another: an earlier one reopened is out of order
     assembly.detections.append(malformed("stream_out_of_order", chunk_path(chunk)))
     if block is None and delta_type is not None:
         implied = msgspec.Raw(_IMPLIED_BLOCKS.get(delta_type, _IMPLIED_BLOCKS["text_delta"]))
@@ -192,7 +198,8 @@ def _apply_delta(chunk: Chunk, event: _Event, state: _State, assembly: Assembly)
             assembly.detections.append(malformed("text_not_string", chunk_path(chunk, "delta")))
             return Piece()
         block.add_string(key, raw, text)
-        if _PIECE_BLOCKS.get(delta_type) != block.type:
+        piece_block = _PIECE_BLOCKS.get(delta_type)
+        if piece_block is None or piece_block != block.type:
             return Piece()
         if delta_type == "text_delta":
             return Piece(text=text)

@@ -51,8 +51,14 @@ _EVENTS: Final = frozenset(
 )
 
 
+_DELTA_KINDS: Final = ("text", "reasoningContent", "toolUse")
+
+
 class _Block:
-    def __init__(self) -> None:
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.kind: str | None = None
+        """`text`, `reasoningContent` or `toolUse`: the kind of the block's first delta."""
         self.text: TextField | None = None
         self.reasoning: TextField | None = None
         self.signature = TextField()
@@ -83,6 +89,7 @@ class _State:
         self.metadata: RawObject = {}
         self.stopped = False
         self.has_metadata = False
+        self.out_of_order = False
 
 
 def assemble(chunks: Sequence[Chunk], done_marker: bool) -> Assembly:
@@ -135,38 +142,52 @@ def _unwrap(chunk: Chunk, wrapper: RawObject) -> tuple[str | None, RawObject]:
 
 
 def _block(payload: RawObject, state: _State) -> _Block:
+    """The block an event names; one without an index continues the latest block."""
     index = read_int(payload.get("contentBlockIndex"))
-    return state.blocks.setdefault(index if index is not None else len(state.blocks), _Block())
+    if index is None:
+        index = max(state.blocks, default=0)
+    state.out_of_order = index < max(state.blocks, default=index)
+    if index not in state.blocks:
+        state.blocks[index] = _Block(index)
+    return state.blocks[index]
 
 
 def _start_block(payload: RawObject, state: _State) -> None:
     start = read_object(payload.get("start", msgspec.Raw())) or {}
     tool_use = read_object(start.get("toolUse", msgspec.Raw()))
     if tool_use is not None:
-        _block(payload, state).tool_use = tool_use
+        block = _block(payload, state)
+        block.tool_use, block.kind = tool_use, "toolUse"
 
 
 def _apply_delta(chunk: Chunk, payload: RawObject, state: _State, assembly: Assembly) -> Piece:
     block = _block(payload, state)
     delta = read_object(payload.get("delta", msgspec.Raw())) or {}
-    if "text" in delta:
+    kind = next((key for key in _DELTA_KINDS if key in delta), None)
+    if kind is None:
+        assembly.detections.append(malformed("unknown_part", chunk_path(chunk, "delta")))
+        return Piece()
+    if state.out_of_order or block.kind not in (None, kind):
+        # an earlier block reopened, or a delta of another kind than its block's: a block
+        # holds one kind, so the delta is reported and left out
+        assembly.detections.append(malformed("stream_out_of_order", chunk_path(chunk)))
+        if block.kind not in (None, kind):
+            return Piece()
+    block.kind = kind
+    if kind == "text":
         text = read_string(delta["text"]) or ""
         block.text = block.text or TextField()
         block.text.add(delta["text"], text)
         return Piece(text=text)
-    reasoning = read_object(delta.get("reasoningContent", msgspec.Raw()))
-    if reasoning is not None:
-        return _apply_reasoning(reasoning, block, _index_of(payload, state))
-    tool_use = read_object(delta.get("toolUse", msgspec.Raw()))
-    if tool_use is not None:
-        block.tool_use = block.tool_use if block.tool_use is not None else {}
-        block.tool_input.append(read_string(tool_use.get("input")) or "")
-        return Piece()
-    assembly.detections.append(malformed("unknown_part", chunk_path(chunk, "delta")))
+    if kind == "reasoningContent":
+        return _apply_reasoning(read_object(delta[kind]) or {}, block)
+    tool_use = read_object(delta[kind]) or {}
+    block.tool_use = block.tool_use if block.tool_use is not None else {}
+    block.tool_input.append(read_string(tool_use.get("input")) or "")
     return Piece()
 
 
-def _apply_reasoning(reasoning: RawObject, block: _Block, index: int) -> Piece:
+def _apply_reasoning(reasoning: RawObject, block: _Block) -> Piece:
     if present(reasoning.get("redactedContent", msgspec.Raw())):
         block.redacted = reasoning["redactedContent"]
     if "signature" in reasoning:
@@ -175,13 +196,8 @@ def _apply_reasoning(reasoning: RawObject, block: _Block, index: int) -> Piece:
         text = read_string(reasoning["text"]) or ""
         block.reasoning = block.reasoning or TextField()
         block.reasoning.add(reasoning["text"], text)
-        return Piece(thinking=text, block=index)
+        return Piece(thinking=text, block=block.index)
     return Piece()
-
-
-def _index_of(payload: RawObject, state: _State) -> int:
-    index = read_int(payload.get("contentBlockIndex"))
-    return index if index is not None else len(state.blocks) - 1
 
 
 def _body(state: _State, complete: bool) -> bytes:

@@ -10,7 +10,7 @@ A stream cut before its terminal event is rebuilt from the last response snapsho
 (`response.created` / `in_progress`) and its items: each `response.output_item.done` item as
 it came, else the `output_item.added` item grown by its deltas (`output_text.delta`,
 `refusal.delta`, `reasoning_summary_text.delta`, `reasoning_text.delta`,
-`function_call_arguments.delta`).
+`function_call_arguments.delta`), a `.done` event's whole value standing over its deltas.
 """
 
 from __future__ import annotations
@@ -57,6 +57,17 @@ _IMPLIED_ITEMS: Final = {
     "response.reasoning_text": _REASONING_ITEM,
     "response.function_call_arguments": b'{"type":"function_call"}',
 }
+_DONE_TEXTS: Final = {
+    # event type -> (list, index field, part key); the event's whole text replaces the deltas'
+    "response.output_text.done": ("content", "content_index", "text"),
+    "response.refusal.done": ("content", "content_index", "refusal"),
+    "response.reasoning_text.done": ("content", "content_index", "text"),
+    "response.reasoning_summary_text.done": ("summary", "summary_index", "text"),
+}
+_DONE_PARTS: Final = {
+    "response.content_part.done": "content",
+    "response.reasoning_summary_part.done": "summary",
+}
 _IMPLIED_PART_TYPES: Final = {
     ("content", "text"): "output_text",
     ("content", "refusal"): "refusal",
@@ -73,6 +84,9 @@ class _Event(msgspec.Struct):
     content_index: Any = None
     summary_index: Any = None
     delta: Any = None
+    text: msgspec.Raw = msgspec.Raw()
+    refusal: msgspec.Raw = msgspec.Raw()
+    arguments: msgspec.Raw = msgspec.Raw()
     code: Any = None
 
 
@@ -93,6 +107,20 @@ class _Item:
             self.parts[list_name][index] = {"type": encode(_IMPLIED_PART_TYPES[(list_name, key)])}
         self.texts.setdefault((list_name, index, key), TextField()).add(encode(text), text)
         return announced
+
+    def finish_text(self, list_name: str, index: int, key: str, raw: msgspec.Raw) -> None:
+        """A `.done` event's whole text: it replaces what the deltas built."""
+        self.parts[list_name].setdefault(
+            index, {"type": encode(_IMPLIED_PART_TYPES[(list_name, key)])}
+        )
+        whole = TextField()
+        whole.add(raw, read_string(raw) or "")
+        self.texts[(list_name, index, key)] = whole
+
+    def finish_part(self, list_name: str, index: int, part: RawObject) -> None:
+        self.parts[list_name][index] = part
+        for key in [key for key in self.texts if key[:2] == (list_name, index)]:
+            del self.texts[key]
 
     def value(self) -> msgspec.Raw:
         if self.done is not None:
@@ -181,6 +209,9 @@ def _read_delta(chunk: Chunk, event: _Event, state: _State, assembly: Assembly) 
         if isinstance(index, int) and part is not None:
             item.parts[list_name].setdefault(index, part)
         return Piece()
+    if kind in _DONE_TEXTS or kind in _DONE_PARTS or kind.endswith("arguments.done"):
+        _finish(kind, event, item)
+        return Piece()
     text = event.delta if isinstance(event.delta, str) else None
     if text is None:
         return Piece()
@@ -193,11 +224,31 @@ def _read_delta(chunk: Chunk, event: _Event, state: _State, assembly: Assembly) 
     index = getattr(event, index_field)
     if not isinstance(index, int):
         return Piece()
-    if not item.add_text(list_name, index, key, text):
+    later_item_started = event.output_index < max(state.items)
+    if not item.add_text(list_name, index, key, text) or later_item_started:
         assembly.detections.append(malformed("stream_out_of_order", chunk_path(chunk)))
     if is_thinking:
         return Piece(thinking=text, block=(event.output_index, list_name, index))
     return Piece(text=text)
+
+
+def _finish(kind: str, event: _Event, item: _Item) -> None:
+    """`.done` events carry the whole value: it stands over the deltas (none may be lost)."""
+    if kind in _DONE_PARTS:
+        list_name = _DONE_PARTS[kind]
+        index = getattr(event, _PART_LISTS[list_name])
+        part = read_object(event.part)
+        if isinstance(index, int) and part is not None:
+            item.finish_part(list_name, index, part)
+    elif kind in _DONE_TEXTS:
+        list_name, index_field, key = _DONE_TEXTS[kind]
+        index = getattr(event, index_field)
+        raw = event.refusal if key == "refusal" else event.text
+        if isinstance(index, int) and read_string(raw) is not None:
+            item.finish_text(list_name, index, key, raw)
+    elif read_string(event.arguments) is not None:
+        item.arguments = TextField()
+        item.arguments.add(event.arguments, read_string(event.arguments) or "")
 
 
 def _body(state: _State) -> bytes:
