@@ -202,10 +202,12 @@ def _recovered_or_restarted(
     worker: subprocess.Popen[bytes], settings: Settings, log: Path
 ) -> subprocess.Popen[bytes]:
     """The same worker if it recovered; else it must have exited non-zero: start another."""
+    seen = log.stat().st_size  # only what the worker says from now on counts
     deadline = time.monotonic() + 15
     while worker.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
-        if b"recreated" in log.read_bytes() or b"succeeded after" in log.read_bytes():
+        said = log.read_bytes()[seen:]
+        if b"recreated" in said or b"succeeded after" in said:
             return worker
     if worker.poll() is None:
         return worker

@@ -211,6 +211,7 @@ async def test_stream_lag_counts_entries_not_yet_done(
     settings: Settings, client: redis.Redis
 ) -> None:
     async with running_worker(settings) as worker:
+        worker._stopping = True  # the reader is stopped on purpose: not a failure
         await worker.subscriber.stop()  # reading paused: new entries wait
         for number in range(5):
             client.xadd(settings.input_stream, {"payload": GOOD, "id": f"waiting-{number}"})
@@ -219,7 +220,6 @@ async def test_stream_lag_counts_entries_not_yet_done(
         reports_lag = client.xinfo_groups(settings.input_stream)[0].get("lag") is not None
         expected = pending + (5 if reports_lag else 0)  # Redis 6.2 has no lag: pending only
         assert sample_value(metrics, "thoughtline_stream_lag") == expected
-        worker._stopping = True
 
 
 async def test_a_normalizer_crash_is_a_dead_letter_and_the_worker_goes_on(
@@ -243,3 +243,19 @@ async def test_a_normalizer_crash_is_a_dead_letter_and_the_worker_goes_on(
         )
     [(_, dead)] = client.xrange(settings.dead_stream)
     assert dead[b"reason"] == b"normalizer_crash"
+
+
+async def test_entries_read_but_not_started_at_the_stop_are_finished_before_exit(
+    settings: Settings, client: redis.Redis
+) -> None:
+    async with running_worker(settings) as worker:
+        worker._stopping = True  # the reader is stopped on purpose: not a failure
+        await worker.subscriber.stop()  # as if a read had landed just as the stop came
+        for number in range(3):
+            client.xadd(settings.input_stream, {"payload": GOOD, "id": f"late-{number}"})
+        client.xreadgroup(settings.group, worker.consumer, {settings.input_stream: ">"})
+        assert client.xpending(settings.input_stream, settings.group)["pending"] == 3
+    assert client.xlen(settings.output_stream) == 3
+    assert client.xpending(settings.input_stream, settings.group)["pending"] == 0
+    consumers = client.xinfo_consumers(settings.input_stream, settings.group)
+    assert worker.consumer.encode() not in {consumer["name"] for consumer in consumers}
