@@ -32,10 +32,13 @@ from thoughtline.record import KNOWN_FORMATS, Delta, DeltaText, Record, Usage
 from thoughtline.stream_formats import ASSEMBLERS
 from thoughtline.stream_formats.base import Assembly, Chunk, Piece
 from thoughtline.stream_formats.detect import detect_stream_format
-from thoughtline.stream_formats.framing import frame
+from thoughtline.stream_formats.framing import Framed, frame
 from thoughtline.stream_formats.framing import looks_like_stream as _looks_like_stream
 
 __all__ = ["deltas", "looks_like_stream", "normalize_stream", "normalize_with_deltas"]
+
+_FAMILY: Final = {"mistral": "openai_chat"}
+"""Formats whose stream chunks share one shape."""
 
 _CUT_DETECTIONS: Final = frozenset({"usage_inconsistent"})
 """Detections about usage that a cut stream no longer reports."""
@@ -101,7 +104,7 @@ def _read_stream(
     framed = frame(body)
     if not framed.chunks:
         raise NormalizeError("empty", "recorded stream holds no chunks")
-    chosen = format if format is not None else _detect(framed.chunks, body)
+    chosen = _detect(framed.chunks, body) if format is None else _checked(format, framed, body)
     assembler = ASSEMBLERS.get(chosen)
     normalizer = FORMATS.get(chosen)
     if assembler is None or normalizer is None:
@@ -122,6 +125,20 @@ def _detect(chunks: Sequence[Chunk], body: bytes) -> str:
         if not any(_is_json(chunk.data) for chunk in chunks):
             raise NormalizeError("not_json", "no chunk of the recorded stream is JSON") from None
         raise
+
+
+def _checked(format: str, framed: Framed, body: bytes) -> str:
+    """The given format, unless the chunks clearly belong to another one (a clear error
+    rather than an empty record). Mistral and Chat chunks are one shape."""
+    try:
+        detected = detect_stream_format(framed.chunks, body)
+    except UnknownFormatError:
+        return format
+    if _FAMILY.get(detected, detected) != _FAMILY.get(format, format):
+        raise NormalizeError(
+            "invalid_payload", f"the recorded stream is {detected} chunks, not {format}"
+        )
+    return format
 
 
 def _is_json(data: bytes) -> bool:

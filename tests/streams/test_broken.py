@@ -203,6 +203,14 @@ def test_a_format_without_a_stream_assembler_is_refused_clearly() -> None:
         thoughtline.normalize(b'data: {"x": 1}\n\n', "klingon")
 
 
+def test_a_stream_of_another_format_than_the_one_given_is_a_clear_error() -> None:
+    payload = as_jsonl(_anthropic_events())
+    with pytest.raises(NormalizeError) as raised:
+        thoughtline.normalize(payload, "gemini")
+    assert raised.value.reason == "invalid_payload"
+    assert "anthropic" in raised.value.message
+
+
 @pytest.mark.parametrize("stream", STREAMS, ids=IDS)
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
