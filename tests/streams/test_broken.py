@@ -16,6 +16,7 @@ from tests.streams.streamers import STREAMERS, as_jsonl, whole
 from thoughtline import streams
 from thoughtline.errors import NormalizeError, UnknownFormatError
 from thoughtline.record import Record, Usage
+from thoughtline.stream_formats.base import Assembly
 
 STREAMS = sorted(path for path in CORPUS.glob("*/*") if path.suffix in (".jsonl", ".sse"))
 IDS = [f"{path.parent.name}/{path.name}" for path in STREAMS]
@@ -240,3 +241,14 @@ def test_a_damaged_recording_never_crashes(stream: Path, data: st.DataObject) ->
         # provider's block order while deltas follow arrival)
         assert deltas[-1].accumulated_text == record.content
         assert deltas[-1].accumulated_thinking == (record.thinking or "")
+
+
+def test_a_cut_stream_never_reports_usage_even_if_its_assembly_had_some() -> None:
+    # The rule is enforced once, after any assembler: a cut stream's counts are not final.
+    body = (CORPUS / "gemini" / "gemini3-pro-signed-text-no-thought-parts.json").read_bytes()
+    record = thoughtline.normalize(body)
+    assert record.usage != Usage()
+    cut = Assembly(body=body, pieces=[], complete=False)
+    streams._add_stream_facts(record, cut, 3)
+    _assert_cut(record)
+    assert _codes(record) == [("truncated_stream", "chunks[3]")]
