@@ -32,10 +32,17 @@ from thoughtline.record import KNOWN_FORMATS, Delta, DeltaText, Record, Usage
 from thoughtline.stream_formats import ASSEMBLERS
 from thoughtline.stream_formats.base import Assembly, Chunk, Piece
 from thoughtline.stream_formats.detect import detect_stream_format
-from thoughtline.stream_formats.framing import Framed, frame
+from thoughtline.stream_formats.framing import Framed, frame, holds_several_chunks, is_stream_event
 from thoughtline.stream_formats.framing import looks_like_stream as _looks_like_stream
 
-__all__ = ["deltas", "looks_like_stream", "normalize_stream", "normalize_with_deltas"]
+__all__ = [
+    "deltas",
+    "holds_several_chunks",
+    "is_stream_event",
+    "looks_like_stream",
+    "normalize_stream",
+    "normalize_with_deltas",
+]
 
 _FAMILY: Final = {"mistral": "openai_chat"}
 """Formats whose stream chunks share one shape."""

@@ -76,8 +76,12 @@ class _Shape(msgspec.Struct):
     response: msgspec.Raw = msgspec.Raw()
     done: bool | None = None
     content: msgspec.Raw = msgspec.Raw()
+    messageStart: msgspec.Raw = msgspec.Raw()  # noqa: N815 - Bedrock stream events
+    contentBlockDelta: msgspec.Raw = msgspec.Raw()  # noqa: N815
 
 
+_ONE_EVENT_STREAM: Final = "<one stream event>"
+_STREAM_EVENT_TYPES: Final = ("message_", "content_block_", "response.")
 _JSON_OBJECT_START: Final = (b"{",)  # the usual first byte: no copy to strip
 _MISTRAL_CHUNK: Final = re.compile(rb'"type"\s*:\s*"(?:thinking|reference|document_url)"')
 
@@ -110,20 +114,33 @@ def normalize(
     meta_raw = meta_object(meta)
     from thoughtline import streams  # a stream is chunks of the same formats
 
-    if streams.looks_like_stream(body):
-        return streams.normalize_stream(
-            body, format, record_id=record_id, meta=meta_raw
-        )
-    chosen = format if format is not None else detect_format(body)
-    normalizer = FORMATS.get(chosen)
-    if normalizer is None:
-        raise UnknownFormatError(f"format {chosen!r} is not supported yet")
-    return normalizer(body, record_id=record_id, meta=meta_raw)
+    if streams.holds_several_chunks(body):
+        return streams.normalize_stream(body, format, record_id=record_id, meta=meta_raw)
+    chosen = format if format is not None else _detect(body)
+    if chosen == _ONE_EVENT_STREAM:
+        return streams.normalize_stream(body, None, record_id=record_id, meta=meta_raw)
+    try:
+        return FORMATS[chosen](body, record_id=record_id, meta=meta_raw)
+    except NormalizeError as error:
+        # A stream cut after its first event is one line, like a body: only when the body
+        # reading fails is it worth a second look (keeps the hot path to one pass).
+        if error.reason != "invalid_payload" or not streams.is_stream_event(body):
+            raise
+    return streams.normalize_stream(body, format, record_id=record_id, meta=meta_raw)
 
 
 def detect_format(body: bytes) -> str:
     """The format of one non-streamed response body, from its top-level shape."""
+    detected = _detect(body)
+    if detected == _ONE_EVENT_STREAM:
+        raise UnknownFormatError("payload is a single stream event, not a response body")
+    return detected
+
+
+def _detect(body: bytes) -> str:
     shape = decode(body, _Shape, "payload")
+    if _is_stream_event(shape):
+        return _ONE_EVENT_STREAM
     if present(shape.candidates) or present(shape.promptFeedback):
         return "gemini"
     if shape.type == "message" and present(shape.content):
@@ -142,6 +159,16 @@ def detect_format(body: bytes) -> str:
         "payload matches no known format (tried: Gemini `candidates`, Anthropic "
         "`type: message`, Chat/Mistral `choices`, Responses `output` list, Bedrock "
         "`output`+`stopReason`, Ollama `done`); pass the format explicitly"
+    )
+
+
+def _is_stream_event(shape: _Shape) -> bool:
+    """Shapes only stream events have (Anthropic, Responses, Chat chunks, Bedrock events)."""
+    return (
+        (shape.type or "").startswith(_STREAM_EVENT_TYPES)
+        or shape.object == "chat.completion.chunk"
+        or present(shape.messageStart)
+        or present(shape.contentBlockDelta)
     )
 
 

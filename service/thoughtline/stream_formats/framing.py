@@ -26,6 +26,7 @@ SSE_STARTS: Final = (b"data:", b"event:", b":", b"id:", b"retry:")
 DONE: Final = b"[DONE]"
 
 _LINE_BREAK: Final = re.compile(rb"\r\n|\r|\n")
+_NON_SPACE: Final = re.compile(rb"\S")
 _ARRAY_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
 
 
@@ -36,16 +37,26 @@ class Framed(NamedTuple):
 
 
 def looks_like_stream(body: bytes) -> bool:
-    """True for SSE text, a JSON array, or JSON lines (a whole object on the first line and
-    more after it). A pretty-printed single body has `{` alone on its first line: not a stream.
+    """True for SSE text, a JSON array, JSON lines, or a lone stream-only event.
+
+    A pretty-printed single body has `{` alone on its first line: not a stream.
+    """
+    return holds_several_chunks(body) or (body.startswith(b"{") and is_stream_event(body))
+
+
+def holds_several_chunks(body: bytes) -> bool:
+    """SSE text, a JSON array, or JSON lines (a whole object on the first line, more after).
+
+    Cheap on the hot path: a compact one-line body is answered without decoding it, and
+    nothing after the first line is copied.
     """
     if body.startswith(SSE_STARTS) or body.startswith(b"["):
         return True
     if not body.startswith(b"{"):
         return False
     first_end = body.find(b"\n")
-    if first_end < 0 or not body[first_end:].strip():
-        return _is_stream_event(body)
+    if first_end < 0 or _NON_SPACE.search(body, first_end) is None:
+        return False
     first_line = body[:first_end].strip()
     if not first_line.endswith(b"}"):
         return False
@@ -65,7 +76,7 @@ class _EventShape(msgspec.Struct):
     contentBlockDelta: msgspec.Raw = msgspec.Raw()  # noqa: N815
 
 
-def _is_stream_event(body: bytes) -> bool:
+def is_stream_event(body: bytes) -> bool:
     """A one-chunk stream (cut after its first event): an Anthropic, Responses, Chat chunk or
     Bedrock event. A lone Gemini or Ollama chunk has its body's shape and reads as a body."""
     try:
