@@ -154,17 +154,18 @@ class Worker:
         return [outcome for outcome, done in zip(outcomes, committed, strict=True) if done]
 
     def _count(self, outcomes: Sequence[Outcome], committed: Sequence[bool]) -> None:
-        metrics = self.metrics
+        tally = self.metrics.tally()
         for outcome, done in zip(outcomes, committed, strict=True):
-            metrics.normalize_seconds.observe(outcome.seconds)
+            tally.normalize_seconds(outcome.seconds)
             if not done:
-                metrics.observe_skipped(outcome.format_name)
+                tally.skipped(outcome.format_name)
             elif outcome.record is not None:
-                metrics.observe_record(outcome.record)
+                tally.record(outcome.record)
             else:
                 reason = outcome.dead_reason or "other"
-                metrics.observe_dead_letter(outcome.format_name, reason)
+                tally.dead_letter(outcome.format_name, reason)
                 logger.warning("entry %s dead-lettered: %s", outcome.entry_id.decode(), reason)
+        tally.flush()
 
     async def _consume_batch(self, batch: dict[str, Any]) -> None:
         entries = [
