@@ -137,21 +137,47 @@ class Worker:
         self.app.exit()
 
     async def handle(self, entries: Sequence[Entry]) -> list[Outcome]:
-        """Normalize entries, commit them atomically, count them. Never raises on bad input."""
+        """Normalize entries, commit them atomically, count them; returns what was committed.
+
+        Never raises on bad input: an entry that cannot be normalized becomes a dead letter.
+        """
+        return await self._commit(self._process(entries))
+
+    def _process(self, entries: Sequence[Entry]) -> list[Outcome]:
         outcomes = []
         for entry_id, fields, delivery_count in entries:
             started = time.perf_counter()
             outcome = process(entry_id, fields, delivery_count, self.settings)
             outcome.seconds = time.perf_counter() - started
             outcomes.append(outcome)
+        return outcomes
+
+    async def _commit(self, outcomes: list[Outcome]) -> list[Outcome]:
         try:
             committed = await self.committer.commit(outcomes)
         except GroupVanishedError:
-            logger.warning("the consumer group vanished while committing %d entries", len(entries))
+            logger.warning("the consumer group vanished while committing %d entries", len(outcomes))
             await self._recreate_group()
             return []
         self._count(outcomes, committed)
         return [outcome for outcome, done in zip(outcomes, committed, strict=True) if done]
+
+    async def _commit_in_background(self, outcomes: list[Outcome]) -> None:
+        try:
+            await self._commit(outcomes)
+        except Exception as error:  # the entries stay pending: another delivery will come
+            logger.error(
+                "commit of %d entries failed (%s: %s); they stay pending and will be reclaimed",
+                len(outcomes),
+                type(error).__name__,
+                error,
+            )
+
+    async def _finish_commit(self) -> None:
+        """Wait for the batch whose commit is still running (at most one is)."""
+        if self._commit_task is not None:
+            await self._commit_task
+            self._commit_task = None
 
     def _count(self, outcomes: Sequence[Outcome], committed: Sequence[bool]) -> None:
         tally = self.metrics.tally()
@@ -168,11 +194,19 @@ class Worker:
         tally.flush()
 
     async def _consume_batch(self, batch: dict[str, Any]) -> None:
+        """Normalize this batch while the previous one commits; then commit it in turn.
+
+        Redis runs the commit script while this process normalizes the next batch, instead of
+        each waiting for the other. At most one commit is in flight, so a slow Redis slows the
+        reading down; the stop waits for it (`_on_shutdown`).
+        """
         entries = [
             (entry_id, fields, 1)
             for entry_id, fields in zip(batch["message_ids"], batch["data"], strict=True)
         ]
-        await self.handle(entries)
+        outcomes = self._process(entries)
+        await self._finish_commit()
+        self._commit_task = asyncio.create_task(self._commit_in_background(outcomes))
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -204,6 +238,7 @@ class Worker:
         reader_tasks = list(self.subscriber.tasks)
         await self.subscriber.stop()  # waits for the batch in flight, then stops reading
         await asyncio.gather(*reader_tasks, return_exceptions=True)
+        await self._finish_commit()
         with contextlib.suppress(*TRANSIENT_ERRORS, redis_errors.ResponseError):
             await self._drain_own_pending()
         await self.health.stop()
@@ -257,9 +292,11 @@ class Worker:
                 await self.reclaim_once()
                 delay = interval
             except redis_errors.ResponseError as error:
-                if "NOGROUP" not in str(error):
-                    raise
-                await self._recreate_group()
+                if "NOGROUP" in str(error):
+                    await self._recreate_group()
+                else:
+                    delay = min(delay * 2, 5.0)
+                    logger.error("reclaimer: Redis refused (%s); retrying in %.1f s", error, delay)
             except TRANSIENT_ERRORS as error:
                 delay = min(delay * 2, 5.0)
                 logger.warning(
