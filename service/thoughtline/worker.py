@@ -84,6 +84,7 @@ class Worker:
         self.exit_code = 0
         self._stopping = False
         self._reclaimer: asyncio.Task[None] | None = None
+        self._commit_task: asyncio.Task[None] | None = None
         self.broker = RedisBroker(
             redis_url,
             apply_types=False,  # the handler takes the raw batch: no per-entry validation
