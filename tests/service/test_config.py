@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -32,12 +31,16 @@ def test_every_setting_has_its_design_name_and_default() -> None:
     assert actual == DESIGN_DEFAULTS
 
 
-def test_the_design_table_names_every_variable() -> None:
-    design = Path("/work/shared/DESIGN.md")
-    if not design.exists():
-        pytest.skip("DESIGN.md is not beside this checkout")
-    named = set(re.findall(r"THOUGHTLINE_[A-Z_]+", design.read_text()))
-    assert named - set(DESIGN_DEFAULTS) == set()
+def test_the_service_documentation_lists_every_setting_with_its_default() -> None:
+    documentation = (Path(__file__).resolve().parents[2] / "docs" / "service.md").read_text()
+    for variable, default in DESIGN_DEFAULTS.items():
+        row = next(
+            (line for line in documentation.splitlines() if line.startswith(f"| `{variable}` |")),
+            None,
+        )
+        assert row is not None, f"docs/service.md has no row for {variable}"
+        if default is not None:
+            assert str(default).lower() in row.lower(), f"docs/service.md: {variable}: {default}"
 
 
 def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
