@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator, Sequence
-from typing import Final
+from typing import Any, Final
 
 import redis.asyncio as redis_asyncio
 from redis import exceptions as redis_errors
@@ -81,6 +81,8 @@ end
 return -1
 """
 
+RedisClient = redis_asyncio.Redis | redis_asyncio.RedisCluster
+"""One server, or a cluster (THOUGHTLINE_REDIS_CLUSTER): every key here shares one slot."""
 MAX_SCRIPT_ARGUMENT_BYTES: Final = 16 * 1024 * 1024
 """One script call carries at most about this much (a single larger entry goes alone)."""
 RETRY_FIRST_SECONDS: Final = 0.1
@@ -105,7 +107,7 @@ class Committer:
     cancels it; nothing was acknowledged). An error reply is retried a few times, then raised.
     """
 
-    def __init__(self, client: redis_asyncio.Redis, settings: Settings) -> None:
+    def __init__(self, client: RedisClient, settings: Settings) -> None:
         self._script = client.register_script(COMMIT_SCRIPT)
         self._keys = list(settings.stream_keys())
         self._key_index = {key: str(index + 1).encode() for index, key in enumerate(self._keys)}
@@ -188,7 +190,7 @@ def _chunks(outcomes: Sequence[Outcome]) -> Iterator[Sequence[Outcome]]:
         yield outcomes[start:]
 
 
-async def forget_consumer(client: redis_asyncio.Redis, settings: Settings, consumer: str) -> bool:
+async def forget_consumer(client: RedisClient, settings: Settings, consumer: str) -> bool:
     """Delete this worker's consumer from the group if it holds nothing; True if deleted."""
     result = await client.eval(
         FORGET_CONSUMER_SCRIPT, 1, settings.input_stream, settings.group, consumer
@@ -196,7 +198,7 @@ async def forget_consumer(client: redis_asyncio.Redis, settings: Settings, consu
     return int(result) >= 0
 
 
-async def ensure_group(client: redis_asyncio.Redis, settings: Settings) -> bool:
+async def ensure_group(client: RedisClient, settings: Settings) -> bool:
     """Create the group at id 0 (entries added before any worker ran are read too).
 
     Returns True when it had to be created. FastStream would create it at `$` and skip them.
@@ -210,8 +212,22 @@ async def ensure_group(client: redis_asyncio.Redis, settings: Settings) -> bool:
     return True
 
 
+async def group_state(client: RedisClient, settings: Settings) -> dict[str, Any] | None:
+    """The group's `XINFO GROUPS` entry (`pending`, `lag`, ...), or None if it does not exist."""
+    try:
+        groups = await client.xinfo_groups(settings.input_stream)
+    except redis_errors.ResponseError:  # no such stream
+        return None
+    for group in groups:
+        name = group["name"]
+        if (name.decode() if isinstance(name, bytes) else name) == settings.group:
+            found: dict[str, Any] = group
+            return found
+    return None
+
+
 async def claim_idle(
-    client: redis_asyncio.Redis, settings: Settings, consumer: str, cursor: bytes, count: int = 1
+    client: RedisClient, settings: Settings, consumer: str, cursor: bytes, count: int = 1
 ) -> tuple[bytes, list[tuple[bytes, dict[bytes, bytes], int]]]:
     """One `XAUTOCLAIM` page: (next cursor, [(entry id, fields, times delivered)]).
 

@@ -34,17 +34,18 @@ from faststream.redis.message import FAKE_CONSUMER, RedisBatchStreamMessage
 from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis import exceptions as redis_errors
 
+from thoughtline.batches import BatchHandler, Entry
 from thoughtline.config import Settings
 from thoughtline.delivery import (
     TRANSIENT_ERRORS,
     Committer,
-    GroupVanishedError,
-    claim_idle,
     ensure_group,
     forget_consumer,
+    group_state,
 )
-from thoughtline.entries import Fields, Outcome, process
+from thoughtline.entries import Outcome
 from thoughtline.metrics import HealthServer, Metrics
+from thoughtline.reclaimer import Reclaimer
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +54,6 @@ GRACEFUL_TIMEOUT_SECONDS: Final = 30.0
 STARTUP_RETRY_SECONDS: Final = 30.0
 StreamsResponse = list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]
 """What XREAD/XREADGROUP return with bytes responses: [(stream, [(entry id, fields)])]."""
-Entry = tuple[bytes, Fields, int]
-"""(stream entry id, fields, times delivered)."""
 
 
 def consumer_name() -> str:
@@ -78,13 +77,16 @@ class Worker:
         self.consumer = consumer or consumer_name()
         self.metrics = metrics or Metrics()
         self.client = redis_asyncio.Redis.from_url(redis_url, socket_connect_timeout=5)
-        self.committer = Committer(self.client, settings)
+        self.reclaimer = Reclaimer(self.client, settings, self.consumer, self.metrics, self.handle)
+        committer = Committer(self.client, settings)
+        self.batches = BatchHandler(
+            settings, committer, self.metrics, self.reclaimer.recreate_group
+        )
         self.health = HealthServer(self.metrics, self._readiness, self._refresh_lag)
         self.metrics_port: int | None = None
         self.exit_code = 0
         self._stopping = False
         self._reclaimer: asyncio.Task[None] | None = None
-        self._commit_task: asyncio.Task[None] | None = None
         self.broker = RedisBroker(
             redis_url,
             apply_types=False,  # the handler takes the raw batch: no per-entry validation
@@ -138,76 +140,15 @@ class Worker:
         self.app.exit()
 
     async def handle(self, entries: Sequence[Entry]) -> list[Outcome]:
-        """Normalize entries, commit them atomically, count them; returns what was committed.
-
-        Never raises on bad input: an entry that cannot be normalized becomes a dead letter.
-        """
-        return await self._commit(self._process(entries))
-
-    def _process(self, entries: Sequence[Entry]) -> list[Outcome]:
-        outcomes = []
-        for entry_id, fields, delivery_count in entries:
-            started = time.perf_counter()
-            outcome = process(entry_id, fields, delivery_count, self.settings)
-            outcome.seconds = time.perf_counter() - started
-            outcomes.append(outcome)
-        return outcomes
-
-    async def _commit(self, outcomes: list[Outcome]) -> list[Outcome]:
-        try:
-            committed = await self.committer.commit(outcomes)
-        except GroupVanishedError:
-            logger.warning("the consumer group vanished while committing %d entries", len(outcomes))
-            await self._recreate_group()
-            return []
-        self._count(outcomes, committed)
-        return [outcome for outcome, done in zip(outcomes, committed, strict=True) if done]
-
-    async def _commit_in_background(self, outcomes: list[Outcome]) -> None:
-        try:
-            await self._commit(outcomes)
-        except Exception as error:  # the entries stay pending: another delivery will come
-            logger.error(
-                "commit of %d entries failed (%s: %s); they stay pending and will be reclaimed",
-                len(outcomes),
-                type(error).__name__,
-                error,
-            )
-
-    async def _finish_commit(self) -> None:
-        """Wait for the batch whose commit is still running (at most one is)."""
-        if self._commit_task is not None:
-            await self._commit_task
-            self._commit_task = None
-
-    def _count(self, outcomes: Sequence[Outcome], committed: Sequence[bool]) -> None:
-        tally = self.metrics.tally()
-        for outcome, done in zip(outcomes, committed, strict=True):
-            tally.normalize_seconds(outcome.seconds)
-            if not done:
-                tally.skipped(outcome.format_name)
-            elif outcome.record is not None:
-                tally.record(outcome.record)
-            else:
-                reason = outcome.dead_reason or "other"
-                tally.dead_letter(outcome.format_name, reason)
-                logger.warning("entry %s dead-lettered: %s", outcome.entry_id.decode(), reason)
-        tally.flush()
+        """Normalize entries, commit them atomically, count them; returns what was committed."""
+        return await self.batches.handle(entries)
 
     async def _consume_batch(self, batch: dict[str, Any]) -> None:
-        """Normalize this batch while the previous one commits; then commit it in turn.
-
-        Redis runs the commit script while this process normalizes the next batch, instead of
-        each waiting for the other. At most one commit is in flight, so a slow Redis slows the
-        reading down; the stop waits for it (`_on_shutdown`).
-        """
         entries = [
             (entry_id, fields, 1)
             for entry_id, fields in zip(batch["message_ids"], batch["data"], strict=True)
         ]
-        outcomes = self._process(entries)
-        await self._finish_commit()
-        self._commit_task = asyncio.create_task(self._commit_in_background(outcomes))
+        await self.batches.handle_in_background(entries)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -221,7 +162,7 @@ class Worker:
         await self._ensure_group_at_start()
 
     async def _after_startup(self) -> None:
-        self._reclaimer = asyncio.create_task(self._reclaim_forever(), name="reclaimer")
+        self._reclaimer = asyncio.create_task(self._reclaim_and_watch(), name="reclaimer")
         logger.info(
             "worker %s reading %s as group %s",
             self.consumer,
@@ -239,11 +180,16 @@ class Worker:
         reader_tasks = list(self.subscriber.tasks)
         await self.subscriber.stop()  # waits for the batch in flight, then stops reading
         await asyncio.gather(*reader_tasks, return_exceptions=True)
-        await self._finish_commit()
+        await self.batches.finish()
         with contextlib.suppress(*TRANSIENT_ERRORS, redis_errors.ResponseError):
             await self._drain_own_pending()
         await self.health.stop()
         await self.client.aclose()
+
+    async def _reclaim_and_watch(self) -> None:
+        await self.reclaimer.run(lambda: self.subscriber.running or self._stopping)
+        if not self._stopping:
+            self.fail("the reader stopped (the consumer group vanished?)")
 
     async def _ensure_group_at_start(self) -> None:
         deadline = time.monotonic() + STARTUP_RETRY_SECONDS
@@ -282,72 +228,14 @@ class Worker:
             await self.handle(entries)
         await forget_consumer(self.client, self.settings, self.consumer)  # no dead names left
 
-    # --- reclaimer and group watch ---------------------------------------------------------
-
-    async def _reclaim_forever(self) -> None:
-        interval = min(max(self.settings.min_idle_ms / 4000, 0.05), 5.0)
-        delay = interval
-        while True:
-            await asyncio.sleep(delay)
-            try:
-                await self.reclaim_once()
-                delay = interval
-            except redis_errors.ResponseError as error:
-                if "NOGROUP" in str(error):
-                    await self._recreate_group()
-                else:
-                    delay = min(delay * 2, 5.0)
-                    logger.error("reclaimer: Redis refused (%s); retrying in %.1f s", error, delay)
-            except TRANSIENT_ERRORS as error:
-                delay = min(delay * 2, 5.0)
-                logger.warning(
-                    "reclaimer: Redis unreachable (%s); retrying in %.1f s",
-                    type(error).__name__,
-                    delay,
-                )
-            if not self.subscriber.running and not self._stopping:
-                self.fail("the reader stopped (the consumer group vanished?)")
-                return
-
-    async def reclaim_once(self) -> int:
-        """Take over every entry idle past `min_idle_ms` and finish it; returns how many."""
-        cursor = b"0-0"
-        total = 0
-        while True:  # one at a time, each committed before the next is claimed (see claim_idle)
-            cursor, entries = await claim_idle(self.client, self.settings, self.consumer, cursor)
-            if entries:
-                self.metrics.reclaimed.inc(len(entries))
-                total += len(entries)
-                await self.handle(entries)
-            if cursor == b"0-0":
-                if total:
-                    logger.info(
-                        "reclaimed %d entries idle for %d ms or more",
-                        total,
-                        self.settings.min_idle_ms,
-                    )
-                return total
-
-    async def _recreate_group(self) -> None:
-        with contextlib.suppress(*TRANSIENT_ERRORS):
-            if await ensure_group(self.client, self.settings):
-                logger.warning(
-                    "the consumer group %s had vanished (Redis restarted empty?); "
-                    "recreated it at id 0",
-                    self.settings.group,
-                )
-
     # --- health ------------------------------------------------------------------------------
 
     async def _readiness(self) -> str | None:
         try:
-            groups = await self.client.xinfo_groups(self.settings.input_stream)
-        except redis_errors.ResponseError:
-            return "the input stream does not exist"
+            group = await group_state(self.client, self.settings)
         except TRANSIENT_ERRORS as error:
             return f"Redis unreachable ({type(error).__name__})"
-        names = {_text(group["name"]) for group in groups}
-        if self.settings.group not in names:
+        if group is None:
             return f"consumer group {self.settings.group} does not exist"
         if not self.subscriber.running:
             return "the reader is not running"
@@ -355,15 +243,11 @@ class Worker:
 
     async def _refresh_lag(self) -> None:
         with contextlib.suppress(*TRANSIENT_ERRORS, redis_errors.ResponseError):
-            for group in await self.client.xinfo_groups(self.settings.input_stream):
-                if _text(group["name"]) == self.settings.group:
-                    lag = group.get("lag")  # Redis >= 7; None when Redis cannot tell
-                    pending = int(group.get("pending") or 0)
-                    self.metrics.stream_lag.set(pending + (int(lag) if lag is not None else 0))
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+            group = await group_state(self.client, self.settings)
+            if group is not None:
+                lag = group.get("lag")  # Redis >= 7; None when Redis cannot tell
+                pending = int(group.get("pending") or 0)
+                self.metrics.stream_lag.set(pending + (int(lag) if lag is not None else 0))
 
 
 async def _parse_batch(message: Any, _default_parser: Any) -> StreamMessage[Any]:

@@ -1,0 +1,106 @@
+"""One batch of entries through the worker: normalize each, commit all atomically, count them.
+
+Used by every path that has entries to finish: the FastStream reader (`handle_in_background`:
+this batch commits while the next one is normalized), the reclaimer and the drain at the stop
+(`handle`: committed before returning).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from thoughtline.config import Settings
+from thoughtline.delivery import Committer, GroupVanishedError
+from thoughtline.entries import Fields, Outcome, process
+from thoughtline.metrics import Metrics
+
+logger = logging.getLogger(__name__)
+
+Entry = tuple[bytes, Fields, int]
+"""(stream entry id, fields, times delivered)."""
+
+
+class BatchHandler:
+    def __init__(
+        self,
+        settings: Settings,
+        committer: Committer,
+        metrics: Metrics,
+        group_vanished: Callable[[], Awaitable[None]],
+    ) -> None:
+        self._settings = settings
+        self._committer = committer
+        self._metrics = metrics
+        self._group_vanished = group_vanished
+        self._commit_task: asyncio.Task[None] | None = None
+
+    async def handle(self, entries: Sequence[Entry]) -> list[Outcome]:
+        """Normalize entries, commit them atomically, count them; returns what was committed.
+
+        Never raises on bad input: an entry that cannot be normalized becomes a dead letter.
+        """
+        return await self._commit(self._process(entries))
+
+    async def handle_in_background(self, entries: Sequence[Entry]) -> None:
+        """Normalize this batch while the previous one commits; then commit it in turn.
+
+        Redis runs the commit script while this process normalizes the next batch, instead of
+        each waiting for the other. At most one commit is in flight, so a slow Redis slows the
+        reading down; `finish()` waits for it.
+        """
+        outcomes = self._process(entries)
+        await self.finish()
+        self._commit_task = asyncio.create_task(self._commit_logging_failure(outcomes))
+
+    async def finish(self) -> None:
+        """Wait for the batch whose commit is still running (at most one is)."""
+        if self._commit_task is not None:
+            await self._commit_task
+            self._commit_task = None
+
+    def _process(self, entries: Sequence[Entry]) -> list[Outcome]:
+        outcomes = []
+        for entry_id, fields, delivery_count in entries:
+            started = time.perf_counter()
+            outcome = process(entry_id, fields, delivery_count, self._settings)
+            outcome.seconds = time.perf_counter() - started
+            outcomes.append(outcome)
+        return outcomes
+
+    async def _commit(self, outcomes: list[Outcome]) -> list[Outcome]:
+        try:
+            committed = await self._committer.commit(outcomes)
+        except GroupVanishedError:
+            logger.warning("the consumer group vanished while committing %d entries", len(outcomes))
+            await self._group_vanished()
+            return []
+        self._count(outcomes, committed)
+        return [outcome for outcome, done in zip(outcomes, committed, strict=True) if done]
+
+    async def _commit_logging_failure(self, outcomes: list[Outcome]) -> None:
+        try:
+            await self._commit(outcomes)
+        except Exception as error:  # the entries stay pending: another delivery will come
+            logger.error(
+                "commit of %d entries failed (%s: %s); they stay pending and will be reclaimed",
+                len(outcomes),
+                type(error).__name__,
+                error,
+            )
+
+    def _count(self, outcomes: Sequence[Outcome], committed: Sequence[bool]) -> None:
+        tally = self._metrics.tally()
+        for outcome, done in zip(outcomes, committed, strict=True):
+            tally.normalize_seconds(outcome.seconds)
+            if not done:
+                tally.skipped(outcome.format_name)
+            elif outcome.record is not None:
+                tally.record(outcome.record)
+            else:
+                reason = outcome.dead_reason or "other"
+                tally.dead_letter(outcome.format_name, reason)
+                logger.warning("entry %s dead-lettered: %s", outcome.entry_id.decode(), reason)
+        tally.flush()

@@ -1,0 +1,99 @@
+"""Taking over the entries of dead consumers, and bringing back a consumer group that vanished.
+
+A worker that dies (SIGKILL, out of memory, a lost node) leaves its entries pending in the
+group. Every worker runs a `Reclaimer`: past `THOUGHTLINE_MIN_IDLE_MS` it claims them
+(`XAUTOCLAIM`), one at a time, and finishes each through the same path as a fresh batch
+(normalize, then the atomic commit). If Redis comes back empty, the group is gone: the reclaimer
+notices (`NOGROUP`) and creates it again at id 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from redis import exceptions as redis_errors
+
+from thoughtline.batches import Entry
+from thoughtline.config import Settings
+from thoughtline.delivery import TRANSIENT_ERRORS, RedisClient, claim_idle, ensure_group
+from thoughtline.metrics import Metrics
+
+logger = logging.getLogger(__name__)
+
+Handle = Callable[[Sequence[Entry]], Awaitable[Any]]
+MAX_DELAY_SECONDS = 5.0
+
+
+class Reclaimer:
+    def __init__(
+        self,
+        client: RedisClient,
+        settings: Settings,
+        consumer: str,
+        metrics: Metrics,
+        handle: Handle,
+    ) -> None:
+        self._client = client
+        self._settings = settings
+        self._consumer = consumer
+        self._metrics = metrics
+        self._handle = handle
+        self.interval = min(max(settings.min_idle_ms / 4000, 0.05), MAX_DELAY_SECONDS)
+        """A quarter of the idle time: an orphan waits at most 1.25 x min_idle_ms."""
+
+    async def run(self, keep_going: Callable[[], bool]) -> None:
+        """Reclaim every `interval` until `keep_going()` is false; Redis errors are retried."""
+        delay = self.interval
+        while keep_going():
+            await asyncio.sleep(delay)
+            try:
+                await self.reclaim_once()
+                delay = self.interval
+            except redis_errors.ResponseError as error:
+                if "NOGROUP" in str(error):
+                    await self.recreate_group()
+                    continue
+                delay = min(delay * 2, MAX_DELAY_SECONDS)
+                logger.error("reclaimer: Redis refused (%s); retrying in %.1f s", error, delay)
+            except TRANSIENT_ERRORS as error:
+                delay = min(delay * 2, MAX_DELAY_SECONDS)
+                logger.warning(
+                    "reclaimer: Redis unreachable (%s); retrying in %.1f s",
+                    type(error).__name__,
+                    delay,
+                )
+            except Exception as error:  # a bug here must not end reclaiming for good
+                delay = min(delay * 2, MAX_DELAY_SECONDS)
+                logger.error("reclaimer: %s; retrying in %.1f s", type(error).__name__, delay)
+
+    async def reclaim_once(self) -> int:
+        """Take over every entry idle past `min_idle_ms` and finish it; returns how many."""
+        cursor = b"0-0"
+        total = 0
+        while True:  # one at a time, each committed before the next is claimed (see claim_idle)
+            cursor, entries = await claim_idle(self._client, self._settings, self._consumer, cursor)
+            if entries:
+                self._metrics.reclaimed.inc(len(entries))
+                total += len(entries)
+                await self._handle(entries)
+            if cursor == b"0-0":
+                if total:
+                    logger.info(
+                        "reclaimed %d entries idle for %d ms or more",
+                        total,
+                        self._settings.min_idle_ms,
+                    )
+                return total
+
+    async def recreate_group(self) -> None:
+        with contextlib.suppress(*TRANSIENT_ERRORS):
+            if await ensure_group(self._client, self._settings):
+                logger.warning(
+                    "the consumer group %s had vanished (Redis restarted empty?); "
+                    "recreated it at id 0",
+                    self._settings.group,
+                )
