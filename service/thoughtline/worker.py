@@ -250,6 +250,14 @@ class Worker:
                 self.metrics.stream_lag.set(pending + (int(lag) if lag is not None else 0))
 
 
+def __getattr__(name: str) -> Any:
+    """`thoughtline.worker:app` for FastStream's own CLI (`faststream docs gen`), built on first
+    use with the contract's default settings. `thoughtline serve` builds its own `Worker`."""
+    if name == "app":
+        return Worker(Settings.model_construct(), "redis://localhost:6379").app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 async def _parse_batch(message: Any, _default_parser: Any) -> StreamMessage[Any]:
     """Keep the raw batch: FastStream's parser would JSON-encode every entry, then decode it."""
     parsed: StreamMessage[Any] = RedisBatchStreamMessage(

@@ -180,3 +180,11 @@ def test_publish_reports_each_bad_file_on_one_line(
     assert "pass --format" in errors[0]
     assert "published 1 entries" in result.stderr
     assert result.stdout.startswith(f"{good} -> ")
+
+
+def test_the_app_is_importable_for_faststreams_own_cli() -> None:
+    from faststream import FastStream
+
+    from thoughtline.worker import app  # what `faststream docs gen thoughtline.worker:app` reads
+
+    assert isinstance(app, FastStream)
