@@ -24,6 +24,7 @@ import redis
 import redis.asyncio as redis_asyncio
 
 from thoughtline.record import Record
+from thoughtline.record import decode as decode_record
 
 INPUT_STREAM: Final = "{thoughtline}:raw"
 OUTPUT_STREAM: Final = "{thoughtline}:normalized"
@@ -160,30 +161,6 @@ def _page(response: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
 
 def _record(fields: Mapping[bytes, bytes]) -> Record:
     return decode_record(fields[b"record"])
-
-
-def _wire_field(field: msgspec.structs.FieldInfo) -> tuple[str, Any, Any]:
-    wire_type = msgspec.Raw if field.name == "native_usage" else field.type
-    if field.default_factory is not msgspec.NODEFAULT:
-        return (field.name, wire_type, msgspec.field(default_factory=field.default_factory))
-    return (field.name, wire_type, field.default)
-
-
-# `Record.native_usage` is `Raw | None`, which msgspec cannot decode from an object (it only
-# accepts null there), so `record.decode` fails on any record with usage. Read it as `Raw`.
-_RecordWire: Final = msgspec.defstruct(
-    "_RecordWire", [_wire_field(field) for field in msgspec.structs.fields(Record)], kw_only=True
-)
-_record_wire_decoder: Final = msgspec.json.Decoder(_RecordWire)
-
-
-def decode_record(data: bytes | str) -> Record:
-    """A record from the `record` field of the output stream."""
-    wire = _record_wire_decoder.decode(data)
-    values = msgspec.structs.asdict(wire)
-    if bytes(values["native_usage"]) == b"null":
-        values["native_usage"] = None
-    return Record(**values)
 
 
 def _acker(client: redis.Redis, stream: str, group: str, entry_id: bytes) -> Callable[[], int]:
