@@ -68,3 +68,19 @@ def test_readme_detection_table_is_generated_from_the_registry() -> None:
     assert detection_codes.rewrite_readme(readme) == readme, (
         "run `python -m thoughtline.detection_codes README.md`"
     )
+
+
+def test_readme_settings_table_names_every_setting() -> None:
+    from thoughtline.config import Settings, env_name
+
+    readme = (ROOT / "README.md").read_text()
+    for field_name in Settings.model_fields:
+        assert f"`{env_name(field_name)}`" in readme, f"README lacks {env_name(field_name)}"
+
+
+def test_readme_quick_start_test_command_is_what_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    command = "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/pytest"
+    assert command in readme
+    assert command in ci
