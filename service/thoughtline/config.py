@@ -36,6 +36,8 @@ class Settings(BaseSettings):
 
     redis_url: str | None = Field(default=None, repr=False)
     """`redis://`, `rediss://` (TLS) or `unix://`, with password and database; unset: embedded."""
+    redis_cluster: bool = False
+    """True: the URL names one node of a Redis Cluster; the others are discovered from it."""
     input_stream: str = "{thoughtline}:raw"
     output_stream: str = "{thoughtline}:normalized"
     dead_stream: str = "{thoughtline}:dead"

@@ -29,7 +29,7 @@ import redis.asyncio as redis_asyncio
 from faststream import FastStream
 from faststream.message import StreamMessage
 from faststream.middlewares import AckPolicy
-from faststream.redis import RedisBroker, StreamSub
+from faststream.redis import RedisBroker, RedisClusterBroker, StreamSub
 from faststream.redis.message import FAKE_CONSUMER, RedisBatchStreamMessage
 from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis import exceptions as redis_errors
@@ -39,6 +39,7 @@ from thoughtline.config import Settings
 from thoughtline.delivery import (
     TRANSIENT_ERRORS,
     Committer,
+    RedisClient,
     ensure_group,
     forget_consumer,
     group_state,
@@ -76,7 +77,7 @@ class Worker:
         self.settings = settings
         self.consumer = consumer or consumer_name()
         self.metrics = metrics or Metrics()
-        self.client = redis_asyncio.Redis.from_url(redis_url, socket_connect_timeout=5)
+        self.client = redis_client(redis_url, cluster=settings.redis_cluster)
         self.reclaimer = Reclaimer(self.client, settings, self.consumer, self.metrics, self.handle)
         committer = Committer(self.client, settings)
         self.batches = BatchHandler(
@@ -87,7 +88,8 @@ class Worker:
         self.exit_code = 0
         self._stopping = False
         self._reclaimer: asyncio.Task[None] | None = None
-        self.broker = RedisBroker(
+        broker_class = RedisClusterBroker if settings.redis_cluster else RedisBroker
+        self.broker = broker_class(
             redis_url,
             apply_types=False,  # the handler takes the raw batch: no per-entry validation
             graceful_timeout=GRACEFUL_TIMEOUT_SECONDS,
@@ -174,9 +176,7 @@ class Worker:
         if not self._stopping:  # FastStream stopped us: its reader hit a terminal error
             self.fail("the reader stopped (the consumer group vanished?)")
         if self._reclaimer is not None:
-            self._reclaimer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reclaimer
+            await cancel_until_done(self._reclaimer)
         reader_tasks = list(self.subscriber.tasks)
         await self.subscriber.stop()  # waits for the batch in flight, then stops reading
         await asyncio.gather(*reader_tasks, return_exceptions=True)
@@ -248,6 +248,26 @@ class Worker:
                 lag = group.get("lag")  # Redis >= 7; None when Redis cannot tell
                 pending = int(group.get("pending") or 0)
                 self.metrics.stream_lag.set(pending + (int(lag) if lag is not None else 0))
+
+
+async def cancel_until_done(task: asyncio.Task[None]) -> None:
+    """Cancel `task` and wait for it, cancelling again while it runs on.
+
+    One cancel is not enough: on Python 3.11 `asyncio.wait_for`, which redis-py wraps around
+    every command it sends, drops a cancel that lands as the command completes.
+    """
+    while not task.done():
+        task.cancel()
+        await asyncio.wait([task], timeout=0.1)
+    with contextlib.suppress(asyncio.CancelledError):
+        task.result()
+
+
+def redis_client(redis_url: str, *, cluster: bool) -> RedisClient:
+    """A client for one server, or for a cluster (each command goes to its slot's node)."""
+    if cluster:
+        return redis_asyncio.RedisCluster.from_url(redis_url, socket_connect_timeout=5)
+    return redis_asyncio.Redis.from_url(redis_url, socket_connect_timeout=5)
 
 
 def __getattr__(name: str) -> Any:

@@ -10,6 +10,7 @@ from thoughtline.config import Settings, SettingsError, env_name, hash_tag, load
 
 DESIGN_DEFAULTS = {
     "THOUGHTLINE_REDIS_URL": None,
+    "THOUGHTLINE_REDIS_CLUSTER": False,
     "THOUGHTLINE_INPUT_STREAM": "{thoughtline}:raw",
     "THOUGHTLINE_OUTPUT_STREAM": "{thoughtline}:normalized",
     "THOUGHTLINE_DEAD_STREAM": "{thoughtline}:dead",
