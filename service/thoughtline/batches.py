@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from thoughtline.config import Settings
+from thoughtline.conversation_store import ConversationStore
 from thoughtline.delivery import Committer, GroupVanishedError
 from thoughtline.entries import Fields, Outcome, process
 from thoughtline.metrics import Metrics
@@ -30,8 +31,10 @@ class BatchHandler:
         committer: Committer,
         metrics: Metrics,
         group_vanished: Callable[[], Awaitable[None]],
+        conversations: ConversationStore | None = None,
     ) -> None:
         self._settings = settings
+        self._conversations = conversations
         self._committer = committer
         self._metrics = metrics
         self._group_vanished = group_vanished
@@ -70,7 +73,28 @@ class BatchHandler:
             outcomes.append(outcome)
         return outcomes
 
+    async def _check_conversations(self, outcomes: list[Outcome]) -> None:
+        """Detections that need earlier records of the same `meta.conversation_id`.
+
+        A response's thinking is remembered (as fingerprints) and its reasoning-only streak
+        counted; a request's history is checked against what earlier records thought. Both are
+        idempotent per record id, so a re-delivered entry changes nothing. Runs before the
+        commit: a failure here leaves the batch pending, like a failed commit.
+        """
+        store = self._conversations
+        if store is None:
+            return
+        for outcome in outcomes:
+            if outcome.record is None:
+                continue
+            if outcome.inspection is not None:
+                found = await store.check_request(outcome.inspection)
+            else:
+                found = await store.observe_response(outcome.record)
+            outcome.add_detections(found, self._settings)
+
     async def _commit(self, outcomes: list[Outcome]) -> list[Outcome]:
+        await self._check_conversations(outcomes)
         try:
             committed = await self._committer.commit(outcomes)
         except GroupVanishedError:

@@ -52,6 +52,12 @@ class Settings(BaseSettings):
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     """0 picks a free port (tests); the chosen port is logged."""
     log_level: LogLevel = "INFO"
+    conversation_prefix: str = "{thoughtline}:conversation"
+    """Key prefix of the per-conversation thinking fingerprints (`meta.conversation_id`)."""
+    conversation_ttl_seconds: int = Field(default=86_400, ge=1)
+    """How long an idle conversation's fingerprints are kept."""
+    reasoning_only_loop_limit: int = Field(default=3, ge=1)
+    """Consecutive reasoning-only records of one conversation that count as a loop."""
 
     @field_validator("redis_url")
     @classmethod

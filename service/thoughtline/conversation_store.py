@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 from redis.typing import EncodableT, FieldT
 
 from thoughtline.record import Detection, Record
@@ -63,7 +63,7 @@ class ConversationStore:
 
     def __init__(
         self,
-        client: Redis,
+        client: Redis | RedisCluster,
         *,
         prefix: str = DEFAULT_PREFIX,
         ttl_seconds: int = DEFAULT_TTL_SECONDS,

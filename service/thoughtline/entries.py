@@ -12,8 +12,7 @@ the payload and FastStream headers may carry `format`, `id`, `meta` and `kind`.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -23,7 +22,9 @@ from faststream.redis.parser.binary import BinaryMessageFormatV1
 from thoughtline.config import Settings
 from thoughtline.errors import NormalizeError
 from thoughtline.normalize import normalize
-from thoughtline.record import Record, encode
+from thoughtline.record import Detection, Record, encode
+from thoughtline.replay import RequestInspection, inspect_request
+from thoughtline.streams import normalize_with_deltas
 
 Fields = Mapping[bytes, bytes]
 FASTSTREAM_DATA_FIELD: Final = b"__data__"
@@ -50,6 +51,15 @@ class Outcome:
     record: Record | None = None
     dead_reason: str | None = None
     seconds: float = field(default=0.0)
+    inspection: RequestInspection | None = None
+    """For `kind=request` entries: what the conversation check compares with earlier thinking."""
+
+    def add_detections(self, detections: list[Detection], settings: Settings) -> None:
+        """Detections found after normalizing (conversation checks): the record output again."""
+        if self.record is None or not detections:
+            return
+        self.record.detections.extend(detections)
+        self.outputs[0] = record_output(self.record, settings, request=self.inspection is not None)
 
 
 def process(
@@ -66,19 +76,24 @@ def process(
                 f"delivered {delivery_count} times, more than THOUGHTLINE_MAX_DELIVERIES="
                 f"{settings.max_deliveries}",
             )
-        record, extra_outputs = _normalize_entry(entry_id, fields, settings)
+        record, extra_outputs, inspection = _normalize_entry(entry_id, fields, settings)
     except NormalizeError as error:
         return dead_letter(entry_id, raw_fields, declared_format, error, delivery_count, settings)
     except Exception as error:  # a normalizer bug must not stop the worker: dead-letter it
         # Only the type name: an exception message may quote payload text.
         crash = NormalizeError("normalizer_crash", f"the normalizer raised {type(error).__name__}")
         return dead_letter(entry_id, raw_fields, declared_format, crash, delivery_count, settings)
-    record_fields = [b"record", encode(record), b"id", record.id.encode(), b"format"]
-    record_fields.append(record.format.encode())
-    if fields.get(b"kind") == b"request":
-        record_fields += [b"kind", b"request"]
-    outputs = [Output(settings.output_stream, record_fields), *extra_outputs]
-    return Outcome(entry_id, outputs, record.format, record=record)
+    outputs = [record_output(record, settings, request=inspection is not None), *extra_outputs]
+    return Outcome(entry_id, outputs, record.format, record=record, inspection=inspection)
+
+
+def record_output(record: Record, settings: Settings, *, request: bool) -> Output:
+    """The record's `XADD`: `record` (JSON), `id`, `format`, and `kind` for request records."""
+    fields = [b"record", encode(record), b"id", record.id.encode(), b"format"]
+    fields.append(record.format.encode())
+    if request:
+        fields += [b"kind", b"request"]
+    return Output(settings.output_stream, fields)
 
 
 def dead_letter(
@@ -136,7 +151,7 @@ def _as_fields(values: Mapping[str, Any]) -> dict[bytes, bytes]:
 
 def _normalize_entry(
     entry_id: bytes, fields: Fields, settings: Settings
-) -> tuple[Record, list[Output]]:
+) -> tuple[Record, list[Output], RequestInspection | None]:
     if not fields:
         raise NormalizeError("invalid_entry", "the entry has no fields (deleted from the stream?)")
     payload = fields.get(b"payload")
@@ -156,8 +171,14 @@ def _normalize_entry(
     if kind == b"request":
         if wants_deltas:
             raise NormalizeError("invalid_entry", "deltas=1 applies to responses, not requests")
-        request_normalizer = _optional("thoughtline.replay", "normalize_request", "kind=request")
-        return request_normalizer(payload, format_name, record_id=record_id, meta=meta), []
+        inspection = inspect_request(
+            payload,
+            format_name,
+            record_id=record_id,
+            meta=meta,
+            max_payload_bytes=settings.max_payload_bytes,
+        )
+        return inspection.record, [], inspection
     if kind != b"response":
         raise NormalizeError("invalid_entry", "`kind` must be `response` or `request`")
     if not wants_deltas:
@@ -168,33 +189,20 @@ def _normalize_entry(
             meta=meta,
             max_payload_bytes=settings.max_payload_bytes,
         )
-        return record, []
-    with_deltas = _optional("thoughtline.streams", "normalize_with_deltas", "deltas=1")
-    record, deltas = with_deltas(
+        return record, [], None
+    record, deltas = normalize_with_deltas(
         payload,
         format_name,
         record_id=record_id,
         meta=meta,
         max_payload_bytes=settings.max_payload_bytes,
     )
-    return record, [_delta_output(delta, record, settings) for delta in deltas]
+    return record, [_delta_output(delta, record, settings) for delta in deltas], None
 
 
 def _delta_output(delta: msgspec.Struct, record: Record, settings: Settings) -> Output:
     fields = [b"delta", msgspec.json.encode(delta), b"id", record.id.encode()]
     return Output(settings.deltas_stream, [*fields, b"format", record.format.encode()])
-
-
-def _optional(module_name: str, function_name: str, feature: str) -> Callable[..., Any]:
-    """A function another part of Thoughtline provides; its absence dead-letters the entry."""
-    try:
-        function: Callable[..., Any] = getattr(importlib.import_module(module_name), function_name)
-    except (ImportError, AttributeError):
-        raise NormalizeError(
-            "invalid_entry",
-            f"{feature} needs {module_name}.{function_name}, which this version does not have",
-        ) from None
-    return function
 
 
 def _wants_deltas(value: bytes | None) -> bool:

@@ -36,6 +36,7 @@ from redis import exceptions as redis_errors
 
 from thoughtline.batches import BatchHandler, Entry
 from thoughtline.config import Settings
+from thoughtline.conversation_store import ConversationStore
 from thoughtline.delivery import (
     TRANSIENT_ERRORS,
     Committer,
@@ -80,8 +81,14 @@ class Worker:
         self.client = redis_client(redis_url, cluster=settings.redis_cluster)
         self.reclaimer = Reclaimer(self.client, settings, self.consumer, self.metrics, self.handle)
         committer = Committer(self.client, settings)
+        conversations = ConversationStore(
+            self.client,
+            prefix=settings.conversation_prefix,
+            ttl_seconds=settings.conversation_ttl_seconds,
+            loop_limit=settings.reasoning_only_loop_limit,
+        )
         self.batches = BatchHandler(
-            settings, committer, self.metrics, self.reclaimer.recreate_group
+            settings, committer, self.metrics, self.reclaimer.recreate_group, conversations
         )
         self.health = HealthServer(self.metrics, self._readiness, self._refresh_lag)
         self.metrics_port: int | None = None

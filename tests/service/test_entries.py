@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -148,36 +146,30 @@ def test_deltas_add_one_output_per_chunk_to_the_deltas_stream(settings: Settings
     )
 
 
-def test_requests_need_the_replay_module_and_are_dead_lettered_without_it(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "thoughtline.replay", types.ModuleType("thoughtline.replay"))
-    outcome = run(settings, {b"payload": b"{}", b"kind": b"request"})
-    assert outcome.dead_reason == "invalid_entry"
-    assert b"thoughtline.replay.normalize_request" in fields_of(outcome.outputs[0])[b"error"]
-
-
-def test_requests_go_through_replay_normalize_request_and_are_marked(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    replay = types.ModuleType("thoughtline.replay")
-    seen = {}
-
-    def normalize_request(payload: bytes, format: str | None, **options: Any) -> Any:
-        seen.update(options, payload=payload, format=format)
-        return thoughtline.normalize(GEMINI, "gemini", record_id=options["record_id"])
-
-    replay.__dict__["normalize_request"] = normalize_request
-    monkeypatch.setitem(sys.modules, "thoughtline.replay", replay)
-    outcome = run(settings, {b"payload": b"{}", b"kind": b"request", b"format": b"gemini"})
+def test_requests_are_inspected_and_their_record_is_marked(settings: Settings) -> None:
+    message = {"role": "assistant", "content": "4", "reasoning_content": "2 plus 2 is 4."}
+    request = {"model": "m", "messages": [{"role": "user", "content": "2+2?"}, message]}
+    outcome = run(
+        settings,
+        {b"payload": json.dumps(request).encode(), b"kind": b"request", b"format": b"openai_chat"},
+    )
     fields = fields_of(outcome.outputs[0])
     assert fields[b"kind"] == b"request"
-    assert seen == {
-        "payload": b"{}",
-        "format": "gemini",
-        "record_id": ENTRY_ID.decode(),
-        "meta": None,
-    }
+    record = json.loads(fields[b"record"])
+    assert record["content"] == ""
+    assert [d["code"] for d in record["detections"]] == ["replayed_reasoning"]
+    assert outcome.inspection is not None
+    assert outcome.inspection.record is outcome.record
+
+
+def test_detections_added_after_normalizing_are_in_the_published_record(
+    settings: Settings,
+) -> None:
+    outcome = run(settings, {b"payload": GEMINI, b"format": b"gemini"})
+    extra = thoughtline.Detection(kind="leaked_thought", code="reasoning_only_loop", path="")
+    outcome.add_detections([extra], settings)
+    record = json.loads(fields_of(outcome.outputs[0])[b"record"])
+    assert record["detections"][-1]["code"] == "reasoning_only_loop"
 
 
 async def _faststream_envelope(message: Any, headers: dict[str, Any]) -> bytes:
