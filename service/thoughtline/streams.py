@@ -25,7 +25,7 @@ from typing import Final
 import msgspec
 
 from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES, FORMATS, normalize
+from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES, FORMATS, meta_object, normalize
 from thoughtline.normalize.compose import malformed
 from thoughtline.normalize.think_tags import IncrementalExtractor, extract
 from thoughtline.record import KNOWN_FORMATS, Delta, DeltaText, Record, Usage
@@ -97,7 +97,7 @@ def normalize_with_deltas(
         return record, [_whole_body_delta(record, record_id)]
     if format is not None and format not in KNOWN_FORMATS:
         raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}")
-    record, assembly = _read_stream(body, format, record_id=record_id, meta=_meta(meta))
+    record, assembly = _read_stream(body, format, record_id=record_id, meta=meta_object(meta))
     return record, _deltas(record, assembly.pieces, record_id or record.id)
 
 
@@ -171,17 +171,6 @@ def _add_stream_facts(record: Record, assembly: Assembly, chunk_count: int) -> N
             found for found in record.detections if found.code not in _CUT_DETECTIONS
         ]
         record.detections.append(malformed("truncated_stream", f"chunks[{chunk_count}]"))
-
-
-def _meta(meta: bytes | str | None) -> msgspec.Raw | None:
-    if meta is None:
-        return None
-    data = meta.encode() if isinstance(meta, str) else meta
-    try:
-        msgspec.json.decode(data, type=dict[str, msgspec.Raw])
-    except (msgspec.DecodeError, RecursionError) as error:
-        raise NormalizeError("invalid_entry", "meta is not a JSON object") from error
-    return msgspec.Raw(data)
 
 
 def _whole_body_delta(record: Record, record_id: str | None) -> Delta:
