@@ -68,6 +68,7 @@ def process(
     """The record output (or dead letter) for one stream entry delivered `delivery_count` times."""
     declared_format: str | None = None
     try:
+        _refuse_oversize_envelope(raw_fields, settings)
         fields = entry_fields(raw_fields)
         declared_format = _text(fields.get(b"format")) or None
         if delivery_count > settings.max_deliveries:
@@ -132,6 +133,18 @@ def entry_fields(raw_fields: Fields) -> Fields:
         return _as_fields(published)
     unwrapped = _as_fields({name: headers[name] for name in _ENTRY_FIELDS if name in headers})
     return {**unwrapped, b"payload": body}
+
+
+def _refuse_oversize_envelope(raw_fields: Fields, settings: Settings) -> None:
+    """The size cap, checked before FastStream's envelope is parsed and its JSON decoded (for
+    such entries it applies to the whole envelope, which holds the payload)."""
+    envelope = raw_fields.get(FASTSTREAM_DATA_FIELD)
+    if envelope is not None and len(envelope) > settings.max_payload_bytes:
+        raise NormalizeError(
+            "too_large",
+            f"FastStream envelope is {len(envelope)} bytes, over THOUGHTLINE_MAX_PAYLOAD_BYTES="
+            f"{settings.max_payload_bytes}",
+        )
 
 
 def _as_fields(values: Mapping[str, Any]) -> dict[bytes, bytes]:
