@@ -82,6 +82,7 @@ class _Shape(msgspec.Struct):
 
 _ONE_EVENT_STREAM: Final = "<one stream event>"
 _STREAM_EVENT_TYPES: Final = ("message_", "content_block_", "response.")
+_KNOWN_FORMAT_SET: Final = frozenset(KNOWN_FORMATS)
 _JSON_OBJECT_START: Final = (b"{",)  # the usual first byte: no copy to strip
 _MISTRAL_CHUNK: Final = re.compile(rb'"type"\s*:\s*"(?:thinking|reference|document_url)"')
 
@@ -107,7 +108,7 @@ def normalize(
         raise NormalizeError("empty", "payload is empty")
     _require_utf8(data)
     body = data if data[:1] in _JSON_OBJECT_START else data.strip()
-    if format is not None and format not in KNOWN_FORMATS:
+    if format is not None and format not in _KNOWN_FORMAT_SET:
         raise UnknownFormatError(
             f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}"
         )

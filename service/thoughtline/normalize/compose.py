@@ -30,6 +30,7 @@ REASONING_IN_CONTENT_MIN_CHARS: Final = 32
 """Shorter reasoning ("OK", "Yes.") stands in answers by chance; no detection below this."""
 
 EMPTY_META: Final = msgspec.Raw(b"{}")
+_JSON_NULL: Final = msgspec.Raw(b"null")
 
 
 class Turn(msgspec.Struct, kw_only=True):
@@ -98,7 +99,7 @@ def present(raw: msgspec.Raw) -> bool:
     Wire views default such fields to an empty `msgspec.Raw()` (msgspec cannot type
     `Raw | None`), so absence and JSON null both read as not present.
     """
-    return len(raw) > 0 and bytes(raw) != b"null"
+    return len(raw) > 0 and raw != _JSON_NULL
 
 
 def malformed(code: str, path: str) -> Detection:
@@ -176,10 +177,10 @@ def _reasoning_in_content(native: str | None, content: str) -> bool:
 
 
 def _usage_inconsistent(usage: Usage) -> bool:
-    parts = (usage.input_tokens, usage.output_tokens, usage.total_tokens)
-    if any(part is None for part in parts):
+    total, input_tokens, output_tokens = usage.total_tokens, usage.input_tokens, usage.output_tokens
+    if total is None or input_tokens is None or output_tokens is None:
         return False
-    return usage.total_tokens != (usage.input_tokens or 0) + (usage.output_tokens or 0)
+    return total != input_tokens + output_tokens
 
 
 def _with_total(usage: Usage) -> Usage:

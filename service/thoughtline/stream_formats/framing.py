@@ -50,10 +50,8 @@ def holds_several_chunks(body: bytes) -> bool:
     Cheap on the hot path: a compact one-line body is answered without decoding it, and
     nothing after the first line is copied.
     """
-    if body.startswith(SSE_STARTS) or body.startswith(b"["):
-        return True
     if not body.startswith(b"{"):
-        return False
+        return body.startswith(SSE_STARTS) or body.startswith(b"[")
     first_end = body.find(b"\n")
     if first_end < 0 or _NON_SPACE.search(body, first_end) is None:
         return False
