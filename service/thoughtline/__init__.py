@@ -1,8 +1,8 @@
 """Thoughtline: normalized records from raw LLM provider responses.
 
-    >>> record = thoughtline.normalize(raw_bytes)          # format detected from the shape
-    >>> record.content, record.thinking, record.usage.reasoning_tokens
-    >>> thoughtline.encode(record)                          # the record as JSON bytes
+>>> record = thoughtline.normalize(raw_bytes)          # format detected from the shape
+>>> record.content, record.thinking, record.usage.reasoning_tokens
+>>> thoughtline.encode(record)                          # the record as JSON bytes
 """
 
 from thoughtline.errors import NormalizeError, ThoughtlineError, UnknownFormatError

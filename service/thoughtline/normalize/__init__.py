@@ -109,9 +109,7 @@ def normalize(
     _require_utf8(data)
     body = data if data[:1] in _JSON_OBJECT_START else data.strip()
     if format is not None and format not in _KNOWN_FORMAT_SET:
-        raise UnknownFormatError(
-            f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}"
-        )
+        raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}")
     meta_raw = meta_object(meta)
     from thoughtline import streams  # a stream is chunks of the same formats
 

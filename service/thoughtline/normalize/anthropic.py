@@ -222,4 +222,3 @@ def _read_tool_use(block: _Block, path: str, turn: Turn) -> None:
     arguments = {} if block.input is UNSET or block.input is None else block.input
     arguments = tool_arguments(arguments, f"{path}.input", turn.detections)
     turn.tool_calls.append(ToolCall(id=call_id, name=block.name, arguments=arguments))
-

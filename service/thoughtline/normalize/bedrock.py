@@ -296,4 +296,3 @@ def _read_citations(raw: msgspec.Raw, path: str, visible: list[str], turn: Turn)
     for index, generated in enumerate(citations.content):
         if generated.text is not UNSET:
             _read_text(generated.text, f"{path}.content[{index}].text", visible, turn.detections)
-

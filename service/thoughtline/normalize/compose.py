@@ -189,6 +189,4 @@ def _with_total(usage: Usage) -> Usage:
         return usage
     if usage.input_tokens is None or usage.output_tokens is None:
         return usage
-    return msgspec.structs.replace(
-        usage, total_tokens=usage.input_tokens + usage.output_tokens
-    )
+    return msgspec.structs.replace(usage, total_tokens=usage.input_tokens + usage.output_tokens)

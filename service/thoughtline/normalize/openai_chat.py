@@ -46,6 +46,7 @@ from thoughtline.record import Detection, FinishReason, Record, Usage
 FORMAT: Final = "openai_chat"
 PROVIDER: Final = "openai"
 
+
 class ChatCompletionView(msgspec.Struct):
     choices: list[msgspec.Raw] | None = None
     usage: msgspec.Raw = msgspec.Raw()

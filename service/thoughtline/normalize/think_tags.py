@@ -22,9 +22,7 @@ from typing import Final, Literal, NamedTuple
 InlineCode = Literal["inline_tag", "orphan_close_tag", "unclosed_open_tag"]
 
 _TAG_NAMES: Final = ("thinking", "think")  # longest first: "<think" is a prefix of "<thinking"
-_ALL_TAGS: Final = tuple(
-    f"<{slash}{name}>" for slash in ("", "/") for name in _TAG_NAMES
-)
+_ALL_TAGS: Final = tuple(f"<{slash}{name}>" for slash in ("", "/") for name in _TAG_NAMES)
 _LONGEST_TAG: Final = max(len(tag) for tag in _ALL_TAGS)
 
 _Mode = Literal["undecided", "content", "thinking"]
