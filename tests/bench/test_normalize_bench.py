@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "normalize.py"
 
 

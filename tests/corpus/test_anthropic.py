@@ -18,6 +18,8 @@ import pytest
 import thoughtline
 from tests.corpus.notes import bodies, expected_block
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 
 class Opaque(NamedTuple):
     block: int

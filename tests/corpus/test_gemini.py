@@ -10,6 +10,8 @@ import pytest
 import thoughtline
 from tests.corpus.notes import bodies, expected_block
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 GEMINI_BODIES = bodies("gemini")
 
 

@@ -14,6 +14,8 @@ import pytest
 import thoughtline
 from tests.corpus.notes import bodies, expected_block
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 MISTRAL_BODIES = bodies("mistral")
 
 # stem: (model, (content length, start), (thinking length, start), (input, output, total))

@@ -13,6 +13,8 @@ import pytest
 import thoughtline
 from tests.corpus.notes import bodies, expected_block
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 OLLAMA_BODIES = bodies("ollama-native")
 
 # stem: (model, content, (thinking length, start, end), (prompt_eval_count, eval_count))

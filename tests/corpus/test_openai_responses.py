@@ -17,6 +17,8 @@ import pytest
 import thoughtline
 from tests.corpus.notes import bodies, corpus_dir, expected_block
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 
 class Noted(NamedTuple):
     """What one note states, written out as literals."""

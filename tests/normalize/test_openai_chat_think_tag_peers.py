@@ -17,6 +17,8 @@ import pytest
 
 import thoughtline
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 PEERS = Path(__file__).resolve().parents[3] / "shared" / "peers" / "think-tags"
 
 

@@ -35,6 +35,8 @@ from .corpus import (
     request_body,
 )
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 CONVERSATIONS = [
     (
         "gemini/gemini3-pro-thought-part-and-signed-text",

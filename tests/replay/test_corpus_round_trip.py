@@ -17,6 +17,8 @@ from thoughtline.replay.messages import MESSAGE_FORMATS
 
 from .corpus import corpus_bodies, corpus_record, opaque_literals, thinking_lines, visible_strings
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 
 def _assert_no_reasoning_text(record: Record, decoded: dict[str, object], target: str) -> None:
     field = HISTORY_FIELDS.get(target, "messages")

@@ -10,6 +10,8 @@ import pytest
 from tests.corpus.notes import CORPUS
 from thoughtline.cli import main
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 GEMINI_TURN = CORPUS / "gemini" / "gemini3-pro-function-call-with-signature.json"
 ANTHROPIC_TURN = CORPUS / "anthropic" / "tool-use-after-thinking.json"
 

@@ -18,6 +18,8 @@ from thoughtline.errors import NormalizeError, UnknownFormatError
 from thoughtline.record import Record, Usage
 from thoughtline.stream_formats.base import Assembly
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 STREAMS = sorted(path for path in CORPUS.glob("*/*") if path.suffix in (".jsonl", ".sse"))
 IDS = [f"{path.parent.name}/{path.name}" for path in STREAMS]
 

@@ -19,6 +19,8 @@ from tests.corpus.notes import CORPUS, expected_block
 from tests.streams.checks import assert_deltas_add_up, comparable
 from thoughtline.record import Record, Usage
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 FORMAT_OF_DIRECTORY = {
     "gemini": "gemini",
     "anthropic": "anthropic",

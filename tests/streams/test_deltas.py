@@ -20,6 +20,8 @@ from tests.streams.streamers import STREAMERS, as_jsonl, as_sse, whole
 from thoughtline import streams
 from thoughtline.record import Delta, DeltaText
 
+pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+
 TAG_FRAGMENTS = ("<think", "</think", "<thinking", "</thinking")
 
 
