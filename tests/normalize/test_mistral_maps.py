@@ -43,7 +43,7 @@ def _mistral(finish_reason: str | None = "stop", usage: Any = None) -> bytes:
         ("model_length", "length"),
         ("tool_calls", "tool_calls"),
         ("error", "error"),
-        ("content_filter", "other"),  # not a Mistral value
+        ("content_filter", "content_filter"),  # the Chat map: a dialect reads the same
         ("something_new", "other"),
         (None, None),
     ],

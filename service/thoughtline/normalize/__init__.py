@@ -7,7 +7,6 @@ knows that format (`FORMATS`, a plain dict).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Final
 
@@ -84,7 +83,6 @@ _ONE_EVENT_STREAM: Final = "<one stream event>"
 _STREAM_EVENT_TYPES: Final = ("message_", "content_block_", "response.")
 _KNOWN_FORMAT_SET: Final = frozenset(KNOWN_FORMATS)
 _JSON_OBJECT_START: Final = (b"{",)  # the usual first byte: no copy to strip
-_MISTRAL_CHUNK: Final = re.compile(rb'"type"\s*:\s*"(?:thinking|reference|document_url)"')
 
 
 def normalize(
@@ -145,7 +143,7 @@ def _detect(body: bytes) -> str:
     if shape.type == "message" and present(shape.content):
         return "anthropic"
     if present(shape.choices):
-        return "mistral" if _MISTRAL_CHUNK.search(body) else "openai_chat"
+        return "mistral" if mistral.has_mistral_chunks(body) else "openai_chat"
     if shape.object == "response" or bytes(shape.output)[:1] == b"[":
         return "openai_responses"
     if present(shape.output) and shape.stopReason is not None:

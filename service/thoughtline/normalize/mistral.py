@@ -18,20 +18,54 @@ from typing import Any, Final
 import msgspec
 
 from thoughtline.normalize import openai_chat
-from thoughtline.normalize.compose import build_record, decode, malformed
+from thoughtline.normalize.compose import build_record, decode, decoder_for, malformed
 from thoughtline.normalize.openai_chat import ContentTexts, add_visible_text, part_type
 from thoughtline.record import FinishReason, Record
 
 FORMAT: Final = "mistral"
 PROVIDER: Final = "mistral"
 
-_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
-    "stop": "stop",
-    "length": "length",
-    "model_length": "length",
-    "tool_calls": "tool_calls",
-    "error": "error",
-}
+_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = openai_chat.FINISH_REASON_MAP
+"""The Chat map, `model_length` included: a dialect body must read the same either way."""
+
+MISTRAL_ONLY_CHUNKS: Final = frozenset({"thinking", "reference", "document_url"})
+"""Content chunk types only Mistral sends in a response: they tell the format apart."""
+
+
+class _ChunkKind(msgspec.Struct):
+    type: Any = None
+
+
+class _MessageContent(msgspec.Struct):
+    content: msgspec.Raw = msgspec.Raw()
+
+
+class _ChoiceContent(msgspec.Struct):
+    message: _MessageContent | None = None
+    delta: _MessageContent | None = None
+
+
+class _ChoicesProbe(msgspec.Struct):
+    choices: list[_ChoiceContent] | None = None
+
+
+def has_mistral_chunks(data: bytes) -> bool:
+    """True when the first choice's message (or stream delta) content is a list holding a
+    chunk only Mistral sends. Looks nowhere else: a gateway's `thinking_blocks` beside the
+    content are not Mistral's shape."""
+    try:
+        choices = decoder_for(_ChoicesProbe).decode(data).choices
+        if not choices:
+            return False
+        message = choices[0].message or choices[0].delta
+        if message is None or bytes(message.content)[:1] != b"[":
+            return False
+        chunks = decoder_for(list[_ChunkKind]).decode(message.content)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return False
+    return any(
+        isinstance(chunk.type, str) and chunk.type in MISTRAL_ONLY_CHUNKS for chunk in chunks
+    )
 
 _CHUNKS_WITHOUT_TEXT: Final = frozenset(
     {"reference", "image_url", "document_url", "file", "audio", "input_audio"}

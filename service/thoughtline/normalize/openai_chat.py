@@ -109,13 +109,16 @@ ContentPartReader = Callable[[Any, str, ContentTexts], None]
 """Reads one element of a `content` list (decoded JSON, and its path) into the texts."""
 
 
-_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
+FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
     "stop": "stop",
     "length": "length",
     "tool_calls": "tool_calls",
     "function_call": "tool_calls",
     "content_filter": "content_filter",
     "error": "error",  # OpenRouter's normalized value for a failed generation
+    # Mistral's context-window stop: a Mistral body without Mistral-only chunks reads as Chat
+    # (DESIGN §2) and must give the same result.
+    "model_length": "length",
 }
 
 MESSAGE_PATH: Final = "choices[0].message"
@@ -138,7 +141,7 @@ def normalize(
 def read_turn(
     response: ChatCompletionView,
     *,
-    finish_reason_map: Mapping[str, FinishReason] = _FINISH_REASON_MAP,
+    finish_reason_map: Mapping[str, FinishReason] = FINISH_REASON_MAP,
     read_content_part: ContentPartReader | None = None,
 ) -> Turn:
     """The first choice of a chat completion; dialects pass their own map and part reader."""

@@ -6,13 +6,13 @@ Anthropic `message_start`, Bedrock `contentBlockDelta`), so streams have their o
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Final
 
 import msgspec
 
 from thoughtline.errors import UnknownFormatError
+from thoughtline.normalize import mistral
 from thoughtline.normalize.compose import present
 from thoughtline.stream_formats.base import Chunk
 
@@ -36,7 +36,6 @@ _BEDROCK_EVENTS: Final = frozenset(
         "metadata",
     }
 )
-_MISTRAL_CHUNK: Final = re.compile(rb'"type"\s*:\s*"(?:thinking|reference|document_url)"')
 
 
 class _ChunkShape(msgspec.Struct):
@@ -61,7 +60,9 @@ class _ChunkShape(msgspec.Struct):
 def detect_stream_format(chunks: Sequence[Chunk], body: bytes) -> str:
     """The format of the first chunk whose shape is conclusive."""
     for chunk in chunks:
-        found = _from_event_name(chunk.event) or _from_shape(chunk.data, body)
+        found = _from_event_name(chunk.event) or _from_shape(chunk.data)
+        if found == "openai_chat" and _any_mistral_chunk(chunks):
+            return "mistral"
         if found is not None:
             return found
     raise UnknownFormatError(
@@ -83,7 +84,7 @@ def _from_event_name(event: str | None) -> str | None:
     return None
 
 
-def _from_shape(data: bytes, body: bytes) -> str | None:
+def _from_shape(data: bytes) -> str | None:
     try:
         shape = msgspec.json.decode(data, type=_ChunkShape)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
@@ -96,7 +97,7 @@ def _from_shape(data: bytes, body: bytes) -> str | None:
     if present(shape.candidates) or present(shape.usageMetadata) or present(shape.promptFeedback):
         return "gemini"
     if present(shape.choices) or shape.object == "chat.completion.chunk":
-        return "mistral" if _MISTRAL_CHUNK.search(body) else "openai_chat"
+        return "openai_chat"  # or its Mistral dialect: see `_any_mistral_chunk`
     if any(
         present(value)
         for value in (
@@ -112,3 +113,8 @@ def _from_shape(data: bytes, body: bytes) -> str | None:
     if present(shape.done) or present(shape.created_at):
         return "ollama"
     return None
+
+
+def _any_mistral_chunk(chunks: Sequence[Chunk]) -> bool:
+    """A Chat-shaped stream is Mistral's when a delta's content list holds a Mistral-only chunk."""
+    return any(mistral.has_mistral_chunks(chunk.data) for chunk in chunks)
