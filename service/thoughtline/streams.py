@@ -25,7 +25,13 @@ from typing import Final
 import msgspec
 
 from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES, FORMATS, meta_object, normalize
+from thoughtline.normalize import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    FORMATS,
+    meta_object,
+    normalize,
+    require_utf8,
+)
 from thoughtline.normalize.compose import malformed
 from thoughtline.normalize.think_tags import IncrementalExtractor, extract
 from thoughtline.record import KNOWN_FORMATS, Delta, DeltaText, Record, Usage
@@ -95,6 +101,7 @@ def normalize_with_deltas(
             data, format, record_id=record_id, meta=meta, max_payload_bytes=max_payload_bytes
         )
         return record, [_whole_body_delta(record, record_id)]
+    require_utf8(data)
     if format is not None and format not in KNOWN_FORMATS:
         raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}")
     record, assembly = _read_stream(body, format, record_id=record_id, meta=meta_object(meta))

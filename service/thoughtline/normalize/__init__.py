@@ -32,6 +32,7 @@ __all__ = [
     "detect_format",
     "meta_object",
     "normalize",
+    "require_utf8",
 ]
 
 DEFAULT_MAX_PAYLOAD_BYTES: Final = 32 * 1024 * 1024
@@ -104,7 +105,7 @@ def normalize(
         )
     if not data or data.isspace():
         raise NormalizeError("empty", "payload is empty")
-    _require_utf8(data)
+    require_utf8(data)
     body = data if data[:1] in _JSON_OBJECT_START else data.strip()
     if format is not None and format not in _KNOWN_FORMAT_SET:
         raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}")
@@ -169,7 +170,7 @@ def _is_stream_event(shape: _Shape) -> bool:
     )
 
 
-def _require_utf8(data: bytes) -> None:
+def require_utf8(data: bytes) -> None:
     """JSON text is UTF-8. Checked once up front because values the views skip unread
     (signatures, unknown fields) would otherwise carry invalid bytes into the record."""
     if data.isascii():  # a word-at-a-time scan; most JSON on the wire is ASCII

@@ -25,7 +25,7 @@ ASSEMBLERS: Final[dict[str, Assembler]] = {
     "gemini": gemini.assemble,
     "anthropic": anthropic.assemble,
     "openai_chat": openai_chat.assemble,
-    "mistral": openai_chat.assemble,
+    "mistral": openai_chat.assemble_mistral,
     "openai_responses": openai_responses.assemble,
     "bedrock_converse": bedrock.assemble,
     "ollama": ollama.assemble,

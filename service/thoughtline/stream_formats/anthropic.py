@@ -49,6 +49,7 @@ _IMPLIED_BLOCKS: Final = {
     "signature_delta": b'{"type":"thinking","thinking":"","signature":""}',
     "input_json_delta": b'{"type":"tool_use","input":{}}',
 }
+_JSON_WHITESPACE: Final = " \t\r\n"
 _EVENT_FIELDS: Final = frozenset({"type", "delta", "usage", "index"})
 _EMPTY_MESSAGE: Final = b'{"type":"message","role":"assistant","content":[]}'
 
@@ -90,8 +91,9 @@ class _Block:
         fields: dict[str, Any] = dict(self.fields)
         for key, value in self.strings.items():
             fields[key] = value.value()
-        if self.partial_json:
-            fields["input"] = json_or_string("".join(self.partial_json))
+        partial_json = "".join(self.partial_json)
+        if partial_json.strip(_JSON_WHITESPACE):  # none (a call without arguments): the start's
+            fields["input"] = json_or_string(partial_json)
         if self.citations:
             fields["citations"] = self.citations
         return encode(fields)

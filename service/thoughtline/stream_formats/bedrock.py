@@ -52,6 +52,7 @@ _EVENTS: Final = frozenset(
 
 
 _DELTA_KINDS: Final = ("text", "reasoningContent", "toolUse")
+_JSON_WHITESPACE: Final = " \t\r\n"
 
 
 class _Block:
@@ -69,7 +70,9 @@ class _Block:
     def value(self) -> msgspec.Raw:
         if self.tool_use is not None:
             tool_use: dict[str, Any] = dict(self.tool_use)
-            tool_use["input"] = json_or_string("".join(self.tool_input)) if self.tool_input else {}
+            tool_input = "".join(self.tool_input)
+            empty = not tool_input.strip(_JSON_WHITESPACE)  # a call without arguments
+            tool_use["input"] = {} if empty else json_or_string(tool_input)
             return encode({"toolUse": tool_use})
         if self.redacted is not None:
             return encode({"reasoningContent": {"redactedContent": self.redacted}})

@@ -183,6 +183,9 @@ class MessageAssembler:
                 self.runs.append(ContentRun("other", fields, raw_chunk))
                 texts = _item_texts(fields) if kind == "thinking" else []
                 added.extend(("thinking_chunk", len(self.runs) - 1, text) for text in texts)
+                refusal = read_string(fields.get("refusal")) if kind == "refusal" else None
+                if refusal is not None:  # visible to `openai_chat.read_chat_content_part`
+                    added.append(("refusal_part", 0, refusal))
         return added
 
     def _text_run(self, fields: RawObject | None, raw: msgspec.Raw, text: str) -> None:

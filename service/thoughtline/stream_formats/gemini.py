@@ -180,7 +180,7 @@ def _mergeable(fields: RawObject, fragment: _TextFragment) -> bool:
         "text" in fields
         and set(fields) <= _TEXT_PART_KEYS
         and isinstance(fragment.text, str)
-        and fragment.thought in (UNSET, True, False)
+        and (fragment.thought is UNSET or isinstance(fragment.thought, bool))  # not 1, 0, 1.0
     )
 
 

@@ -34,8 +34,11 @@ from thoughtline.stream_formats.base import (
 )
 from thoughtline.stream_formats.chat_message import REASONING_FIELDS, MessageAssembler
 
-_VISIBLE_SOURCES: Final = frozenset({"content", "refusal"})
+_VISIBLE_SOURCES: Final = frozenset({"content", "refusal", "refusal_part"})
+_MISTRAL_VISIBLE_SOURCES: Final = frozenset({"content", "refusal"})
+"""`mistral.py` reads no `refusal` content part (an `unknown_part`): no text in its deltas."""
 _CHUNK_ONLY_FIELDS: Final = frozenset({"delta", "index"})
+_NO_BLOCK: Final = object()
 
 
 class _Chunk(msgspec.Struct):
@@ -54,14 +57,23 @@ class _State:
         self.added: list[list[tuple[str, Any, str]]] = []
 
 
-def assemble(chunks: Sequence[Chunk], done_marker: bool) -> Assembly:
+def assemble_mistral(chunks: Sequence[Chunk], done_marker: bool) -> Assembly:
+    """A Mistral stream: Chat chunks, read as `mistral.py` reads the body."""
+    return assemble(chunks, done_marker, visible_sources=_MISTRAL_VISIBLE_SOURCES)
+
+
+def assemble(
+    chunks: Sequence[Chunk],
+    done_marker: bool,
+    visible_sources: frozenset[str] = _VISIBLE_SOURCES,
+) -> Assembly:
     """The chunks of one Chat stream -> the non-streamed body, pieces, completeness."""
     assembly = Assembly(body=b"", pieces=[], complete=False)
     state = _State()
     for chunk in chunks:
         state.added.append(_read_chunk(chunk, state, assembly))
     assembly.complete = (state.finished or done_marker) and assembly.error_code is None
-    assembly.pieces = _pieces(state)
+    assembly.pieces = _pieces(state, visible_sources)
     assembly.body = _body(state, assembly.complete)
     return assembly
 
@@ -95,16 +107,25 @@ def _first_choice(choices: list[RawObject]) -> RawObject | None:
     return None
 
 
-def _pieces(state: _State) -> list[Piece]:
-    """Each chunk's text, counting only the reasoning source the format module will read."""
+def _pieces(state: _State, visible_sources: frozenset[str]) -> list[Piece]:
+    """Each chunk's text, counting only the reasoning source the format module will read.
+
+    One chunk may end a block and start others (`reasoning_details` entries), so the LF
+    between blocks (DESIGN §4.1) is written here, and every piece names the same block."""
     thinking_sources = _thinking_sources(state.message)
     pieces: list[Piece] = []
+    previous: Any = _NO_BLOCK
     for added in state.added:
-        text = "".join(value for source, _, value in added if source in _VISIBLE_SOURCES)
-        thoughts = [(block, value) for source, block, value in added if source in thinking_sources]
-        block = thoughts[-1][0] if thoughts else 0
-        thinking = "".join(value for _, value in thoughts)
-        pieces.append(Piece(text=text, thinking=thinking, block=block))
+        text = "".join(value for source, _, value in added if source in visible_sources)
+        thinking: list[str] = []
+        for source, block, value in added:
+            if source not in thinking_sources or not value:
+                continue
+            if previous is not _NO_BLOCK and block != previous:
+                thinking.append("\n")
+            thinking.append(value)
+            previous = block
+        pieces.append(Piece(text=text, thinking="".join(thinking)))
     return pieces
 
 
