@@ -109,3 +109,15 @@ def test_a_record_with_native_usage_decodes_back_byte_identical() -> None:
     assert again.native_usage is not None
     assert bytes(again.native_usage) == usage
     assert thoughtline.encode(again) == encoded
+
+
+def test_a_negative_token_count_is_invalid_usage_and_no_count_is_kept() -> None:
+    usage = b'{"prompt_tokens": -5, "completion_tokens": 3, "total_tokens": -2}'
+    payload = (
+        b'{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant",'
+        b'"content":"hi"},"finish_reason":"stop"}],"usage":' + usage + b"}"
+    )
+    record = thoughtline.normalize(payload)
+    assert record.usage == thoughtline.Usage()
+    assert [d.code for d in record.detections] == ["invalid_usage"]
+    assert bytes(record.native_usage or b"") == usage

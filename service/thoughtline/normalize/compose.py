@@ -146,7 +146,11 @@ def build_record(
         thinking = native if native is not None else inline.thinking
     if _reasoning_in_content(native, inline.content):
         detections.append(leaked("reasoning_in_content", turn.visible_path))
-    if _usage_inconsistent(turn.usage):
+    usage = turn.usage
+    if _has_negative_count(usage):  # a count below zero is no count: null them all, as
+        detections.append(malformed("invalid_usage", turn.usage_path))  # formats do for
+        usage = Usage()  # non-integers; native_usage keeps what the provider sent
+    elif _usage_inconsistent(usage):
         detections.append(malformed("usage_inconsistent", turn.usage_path))
     finish_reason = turn.finish_reason
     if finish_reason == "stop" and turn.tool_calls:
@@ -161,7 +165,7 @@ def build_record(
         tool_calls=turn.tool_calls,
         finish_reason=finish_reason,
         native_finish_reason=turn.native_finish_reason,
-        usage=_with_total(turn.usage),
+        usage=_with_total(usage),
         native_usage=turn.native_usage,
         replay_parts=turn.replay_parts,
         detections=detections,
@@ -174,6 +178,19 @@ def _reasoning_in_content(native: str | None, content: str) -> bool:
         return False
     needle = native.strip()
     return len(needle) >= REASONING_IN_CONTENT_MIN_CHARS and needle in content
+
+
+def _has_negative_count(usage: Usage) -> bool:
+    return any(
+        count is not None and count < 0
+        for count in (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.reasoning_tokens,
+            usage.cached_input_tokens,
+            usage.total_tokens,
+        )
+    )
 
 
 def _usage_inconsistent(usage: Usage) -> bool:
