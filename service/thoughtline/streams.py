@@ -118,7 +118,7 @@ def _read_stream(
     framed = frame(body)
     if not framed.chunks:
         raise NormalizeError("empty", "recorded stream holds no chunks")
-    chosen = _detect(framed.chunks, body) if format is None else _checked(format, framed, body)
+    chosen = _detect(framed.chunks) if format is None else _checked(format, framed)
     assembler = ASSEMBLERS.get(chosen)
     normalizer = FORMATS.get(chosen)
     if assembler is None or normalizer is None:
@@ -132,20 +132,20 @@ def _read_stream(
     return record, assembly
 
 
-def _detect(chunks: Sequence[Chunk], body: bytes) -> str:
+def _detect(chunks: Sequence[Chunk]) -> str:
     try:
-        return detect_stream_format(chunks, body)
+        return detect_stream_format(chunks)
     except UnknownFormatError:
         if not any(_is_json(chunk.data) for chunk in chunks):
             raise NormalizeError("not_json", "no chunk of the recorded stream is JSON") from None
         raise
 
 
-def _checked(format: str, framed: Framed, body: bytes) -> str:
+def _checked(format: str, framed: Framed) -> str:
     """The given format, unless the chunks clearly belong to another one (a clear error
     rather than an empty record). Mistral and Chat chunks are one shape."""
     try:
-        detected = detect_stream_format(framed.chunks, body)
+        detected = detect_stream_format(framed.chunks)
     except UnknownFormatError:
         return format
     if _FAMILY.get(detected, detected) != _FAMILY.get(format, format):

@@ -57,7 +57,7 @@ class _ChunkShape(msgspec.Struct):
     metadata: msgspec.Raw = msgspec.Raw()
 
 
-def detect_stream_format(chunks: Sequence[Chunk], body: bytes) -> str:
+def detect_stream_format(chunks: Sequence[Chunk]) -> str:
     """The format of the first chunk whose shape is conclusive."""
     for chunk in chunks:
         found = _from_event_name(chunk.event) or _from_shape(chunk.data)
