@@ -9,7 +9,8 @@ One hash per conversation, `<prefix>:<conversation id>` (default prefix
     fp:<fingerprint>   id of the record whose thinking held that line (never the text)
     n:<record id>      how many fingerprints that record's thinking gave
     streak             consecutive reasoning-only records
-    streak_record      the record last counted (a re-delivered entry is not counted twice)
+    s:<record id>      the streak that record got (a re-delivered entry is not counted twice,
+                       even after later records were counted: it gets the same value back)
 
 Every write refreshes the key's TTL (default one day), so an idle conversation vanishes.
 
@@ -45,14 +46,15 @@ _SIZE_FIELD: Final = "n:"
 
 # Atomic and idempotent per record id: a re-delivered entry returns the streak unchanged.
 _COUNT_STREAK: Final = """
-if redis.call('HGET', KEYS[1], 'streak_record') == ARGV[1] then
-  return tonumber(redis.call('HGET', KEYS[1], 'streak') or '0')
+local seen = redis.call('HGET', KEYS[1], 's:' .. ARGV[1])
+if seen then
+  return tonumber(seen)
 end
 local streak = 0
 if ARGV[2] == '1' then
   streak = tonumber(redis.call('HGET', KEYS[1], 'streak') or '0') + 1
 end
-redis.call('HSET', KEYS[1], 'streak', streak, 'streak_record', ARGV[1])
+redis.call('HSET', KEYS[1], 'streak', streak, 's:' .. ARGV[1], streak)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return streak
 """

@@ -105,3 +105,23 @@ async def test_consecutive_reasoning_only_records_are_a_loop(
     assert [("reasoning_only_loop" in codes[f"turn-{turn}"]) for turn in range(4)] == [
         False, False, True, True,
     ]
+
+
+async def test_a_record_redelivered_after_a_later_one_keeps_its_streak(
+    redis_url: str, conversation: str
+) -> None:
+    import redis.asyncio as redis_async
+
+    from thoughtline.conversation_store import ConversationStore
+
+    client = redis_async.Redis.from_url(redis_url)
+    try:
+        store = ConversationStore(client, loop_limit=3)
+        counts = [
+            await store.count_reasoning_only(conversation, record_id, True)
+            for record_id in ("r1", "r2", "r1", "r2")
+        ]
+        assert counts == [1, 2, 1, 2]  # a repeat returns what it got, the streak stays 2
+        assert await store.count_reasoning_only(conversation, "r3", True) == 3
+    finally:
+        await client.aclose()
