@@ -185,7 +185,9 @@ class Tally:
             ("reasoning", usage.reasoning_tokens),
             ("cached", usage.cached_input_tokens),
         ):
-            if count:
+            # A negative or non-integer count (a provider's bad usage) would make the flush
+            # raise and lose the batch's counters: it is not counted.
+            if type(count) is int and count > 0:
                 counts[metrics.tokens, (format_name, kind)] += count
 
     def dead_letter(self, format_name: str | None, reason: str) -> None:

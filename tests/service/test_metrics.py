@@ -121,3 +121,21 @@ async def test_the_http_server_answers_probes_and_refuses_garbage() -> None:
     finally:
         await server.stop()
     assert calls == ["scraped"]
+
+
+def test_negative_or_non_integer_token_counts_are_not_counted() -> None:
+    metrics = Metrics()
+    usage = Usage(
+        input_tokens=-5,
+        output_tokens=3,
+        reasoning_tokens=True,
+        cached_input_tokens=1.5,  # type: ignore[arg-type]  # whatever a decoder let through
+    )
+    tally = metrics.tally()
+    tally.record(Record(id="x", format="openai_chat", provider="openai", usage=usage))
+    tally.flush()  # raised ValueError for the negative count, losing the batch's counters
+    text = metrics.exposition().decode()
+    assert 'thoughtline_records_total{format="openai_chat",outcome="normalized"} 1.0' in text
+    assert 'thoughtline_tokens_total{format="openai_chat",kind="output"} 3.0' in text
+    for kind in ("input", "reasoning", "cached"):
+        assert f'thoughtline_tokens_total{{format="openai_chat",kind="{kind}"}} 0.0' in text
