@@ -8,6 +8,7 @@ this batch commits while the next one is normalized), the reclaimer and the drai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -58,11 +59,28 @@ class BatchHandler:
         await self.finish()
         self._commit_task = asyncio.create_task(self._commit_logging_failure(outcomes))
 
-    async def finish(self) -> None:
-        """Wait for the batch whose commit is still running (at most one is)."""
-        if self._commit_task is not None:
-            await self._commit_task
-            self._commit_task = None
+    async def finish(self, timeout: float | None = None) -> None:
+        """Wait for the batch whose commit is still running (at most one is).
+
+        With a `timeout` (the shutdown), a commit still running after it (Redis unreachable: it
+        retries forever) is cancelled: nothing of it was acknowledged, its entries stay pending
+        and are reclaimed by another worker.
+        """
+        task = self._commit_task
+        if task is None:
+            return
+        if timeout is not None:
+            await asyncio.wait([task], timeout=timeout)
+            if not task.done():
+                logger.warning(
+                    "a commit was still retrying %.1f s after the stop; cancelled, its entries "
+                    "stay pending and will be reclaimed",
+                    timeout,
+                )
+                await cancel_until_done(task)
+        self._commit_task = None
+        if not task.cancelled():
+            await task
 
     def _process(self, entries: Sequence[Entry]) -> list[Outcome]:
         outcomes = []
@@ -128,3 +146,16 @@ class BatchHandler:
                 tally.dead_letter(outcome.format_name, reason)
                 logger.warning("entry %s dead-lettered: %s", outcome.entry_id.decode(), reason)
         tally.flush()
+
+
+async def cancel_until_done(task: asyncio.Task[None]) -> None:
+    """Cancel `task` and wait for it, cancelling again while it runs on.
+
+    One cancel is not enough: on Python 3.11 `asyncio.wait_for`, which redis-py wraps around
+    every command it sends, drops a cancel that lands as the command completes.
+    """
+    while not task.done():
+        task.cancel()
+        await asyncio.wait([task], timeout=0.1)
+    with contextlib.suppress(asyncio.CancelledError):
+        task.result()

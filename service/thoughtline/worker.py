@@ -9,7 +9,9 @@ before the broker starts (FastStream would create it at `$` and skip entries pub
 before the first worker ran). FastStream never acknowledges anything itself
 (`AckPolicy.MANUAL`): the commit script does, only together with the outputs.
 
-Exit status of `run()`: 0 after SIGTERM/SIGINT (the batch in flight is finished first),
+Exit status of `run()`: 0 after SIGTERM/SIGINT (the batch in flight is finished first, or,
+if Redis stays unreachable, its commit is cancelled after `GRACEFUL_TIMEOUT_SECONDS`: nothing of
+it was acknowledged, so its entries stay pending for another worker),
 3 when the worker cannot go on (the group vanished under the reader): a supervisor restarts it.
 """
 
@@ -34,7 +36,7 @@ from faststream.redis.message import FAKE_CONSUMER, RedisBatchStreamMessage
 from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis import exceptions as redis_errors
 
-from thoughtline.batches import BatchHandler, Entry
+from thoughtline.batches import BatchHandler, Entry, cancel_until_done
 from thoughtline.config import Settings
 from thoughtline.conversation_store import ConversationStore
 from thoughtline.delivery import (
@@ -93,6 +95,8 @@ class Worker:
         self.health = HealthServer(self.metrics, self._readiness, self._refresh_lag)
         self.metrics_port: int | None = None
         self.exit_code = 0
+        self.shutdown_timeout = GRACEFUL_TIMEOUT_SECONDS
+        """How long the stop waits for a commit in flight (and the drain) before cancelling."""
         self._stopping = False
         self._reclaimer: asyncio.Task[None] | None = None
         broker_class = RedisClusterBroker if settings.redis_cluster else RedisBroker
@@ -187,9 +191,18 @@ class Worker:
         reader_tasks = list(self.subscriber.tasks)
         await self.subscriber.stop()  # waits for the batch in flight, then stops reading
         await asyncio.gather(*reader_tasks, return_exceptions=True)
-        await self.batches.finish()
-        with contextlib.suppress(*TRANSIENT_ERRORS, redis_errors.ResponseError):
-            await self._drain_own_pending()
+        # Bounded: a commit retrying while Redis is unreachable is cancelled after the timeout
+        # (nothing of it was acknowledged; its entries stay pending for another worker).
+        deadline = time.monotonic() + self.shutdown_timeout
+        await self.batches.finish(timeout=self.shutdown_timeout)
+        drain = asyncio.create_task(self._drain_quietly(), name="drain")
+        await asyncio.wait([drain], timeout=max(0.1, deadline - time.monotonic()))
+        if not drain.done():
+            logger.warning(
+                "entries read before the stop were not committed within %.1f s; left pending",
+                self.shutdown_timeout,
+            )
+        await cancel_until_done(drain)
         await self.health.stop()
         await self.client.aclose()
 
@@ -216,6 +229,10 @@ class Worker:
                 )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
+
+    async def _drain_quietly(self) -> None:
+        with contextlib.suppress(*TRANSIENT_ERRORS, redis_errors.ResponseError):
+            await self._drain_own_pending()
 
     async def _drain_own_pending(self) -> None:
         """Finish entries this consumer read but had not started when it was told to stop."""
@@ -255,19 +272,6 @@ class Worker:
                 lag = group.get("lag")  # Redis >= 7; None when Redis cannot tell
                 pending = int(group.get("pending") or 0)
                 self.metrics.stream_lag.set(pending + (int(lag) if lag is not None else 0))
-
-
-async def cancel_until_done(task: asyncio.Task[None]) -> None:
-    """Cancel `task` and wait for it, cancelling again while it runs on.
-
-    One cancel is not enough: on Python 3.11 `asyncio.wait_for`, which redis-py wraps around
-    every command it sends, drops a cancel that lands as the command completes.
-    """
-    while not task.done():
-        task.cancel()
-        await asyncio.wait([task], timeout=0.1)
-    with contextlib.suppress(asyncio.CancelledError):
-        task.result()
 
 
 def redis_client(redis_url: str, *, cluster: bool) -> RedisClient:

@@ -261,3 +261,37 @@ async def test_entries_read_but_not_started_at_the_stop_are_finished_before_exit
     assert client.xpending(settings.input_stream, settings.group)["pending"] == 0
     consumers = client.xinfo_consumers(settings.input_stream, settings.group)
     assert worker.consumer.encode() not in {consumer["name"] for consumer in consumers}
+
+
+async def test_sigterm_while_redis_refuses_the_commit_ends_within_the_shutdown_timeout(
+    settings: Settings, client: redis.Redis
+) -> None:
+    """A commit retrying while Redis is unreachable was waited for forever at the stop."""
+    from redis import exceptions as redis_errors
+
+    from thoughtline.worker import Worker
+
+    assert settings.redis_url is not None
+    worker = Worker(settings, settings.redis_url)
+    worker.shutdown_timeout = 0.5
+    attempts = 0
+
+    async def unreachable(**_: Any) -> list[int]:
+        nonlocal attempts
+        attempts += 1
+        raise redis_errors.ConnectionError("Connection closed by server.")
+
+    worker.batches._committer._script = unreachable  # type: ignore[assignment]
+    run = asyncio.create_task(worker.run())
+    await wait_until(lambda: worker.subscriber.running)
+    client.xadd(settings.input_stream, {"payload": GOOD, "id": "stuck"})
+    await wait_until(lambda: attempts >= 2)
+    worker.stop()
+    finished, _ = await asyncio.wait([run], timeout=15)
+    if not finished:
+        run.cancel()
+        await asyncio.wait([run], timeout=5)
+    assert finished, "the worker did not stop within 15 s of SIGTERM"
+    assert run.result() == 0
+    assert client.xpending(settings.input_stream, settings.group)["pending"] == 1
+    assert client.xlen(settings.output_stream) == 0
