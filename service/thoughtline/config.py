@@ -94,6 +94,15 @@ class Settings(BaseSettings):
                     f"{env_name('input_stream')} has {{{expected}}}: one atomic step writes "
                     "to all streams, so they must share one hash tag"
                 )
+        seen: dict[str, str] = {}
+        for field_name in _STREAM_FIELDS:
+            name = getattr(self, field_name)
+            if name in seen:
+                raise ValueError(
+                    f"{env_name(seen[name])} and {env_name(field_name)} are both {name!r}: "
+                    "the input, output, dead-letter and deltas streams must be distinct"
+                )
+            seen[name] = field_name
         return self
 
     def stream_keys(self) -> tuple[str, str, str, str]:

@@ -112,3 +112,16 @@ def test_streams_must_share_one_hash_tag() -> None:
 )
 def test_hash_tag_follows_redis_cluster_rules(key: str, tag: str | None) -> None:
     assert hash_tag(key) == tag
+
+
+def test_stream_names_must_be_distinct(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THOUGHTLINE_INPUT_STREAM", "{t}:raw")
+    monkeypatch.setenv("THOUGHTLINE_OUTPUT_STREAM", "{t}:out")
+    monkeypatch.setenv("THOUGHTLINE_DEAD_STREAM", "{t}:raw")  # dead letters fed back: a loop
+    monkeypatch.setenv("THOUGHTLINE_DELTAS_STREAM", "{t}:deltas")
+    with pytest.raises(SettingsError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "THOUGHTLINE_INPUT_STREAM" in message and "THOUGHTLINE_DEAD_STREAM" in message
+    assert "THOUGHTLINE_OUTPUT_STREAM" not in message
