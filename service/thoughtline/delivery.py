@@ -4,9 +4,9 @@
 only if that acknowledgement counted (the entry was still pending in the group), adds the
 entry's outputs (record, deltas or dead letter). An entry another worker reclaimed and
 finished while this one was slow adds nothing. A script re-run after a lost reply adds nothing
-twice: what it committed is no longer pending. An `XADD` that failed after its `XACK` would
-lose the entry, so the one way it can fail here, an output key holding something other than a
-stream, is checked before anything is written.
+twice: what it committed is no longer pending (and is counted as committed, see `Committer`).
+An `XADD` that failed after its `XACK` would lose the entry, so the one way it can fail here,
+an output key holding something other than a stream, is checked before anything is written.
 
 Every key is passed in `KEYS` and all share one hash tag (checked in `config`), so the script
 runs on Redis Cluster too.
@@ -105,6 +105,12 @@ class Committer:
 
     While Redis is unreachable it retries with backoff, for as long as it takes (a shutdown
     cancels it; nothing was acknowledged). An error reply is retried a few times, then raised.
+
+    A retry after a connection error does not know whether the failed attempt ran (its reply
+    may have been lost): an entry the retry finds no longer pending is then reported as
+    committed by this call (True), since the first attempt most likely committed it. The
+    script is idempotent, so this changes nothing in Redis, only the counting; the rare entry
+    another worker finished in between is then counted normalized twice instead of skipped.
     """
 
     def __init__(self, client: RedisClient, settings: Settings) -> None:
@@ -141,11 +147,14 @@ class Committer:
     async def _run(self, arguments: list[bytes], entry_count: int) -> list[int]:
         delay = RETRY_FIRST_SECONDS
         attempt = 1
+        outcome_unknown = False  # an earlier attempt may have run: its reply was lost
         while True:
             try:
                 result: list[int] = await self._script(keys=self._keys, args=arguments)
                 if attempt > 1:
                     logger.warning("commit succeeded after %d attempts", attempt)
+                if outcome_unknown:  # no longer pending: most likely our earlier attempt did it
+                    return [1] * len(result)
                 return result
             except redis_errors.ResponseError as error:
                 if "NOGROUP" in str(error):
@@ -154,6 +163,7 @@ class Committer:
                     raise  # are reclaimed later and end as dead letters after max deliveries
                 _log_retry("Redis refused to commit", error, attempt, entry_count, delay)
             except TRANSIENT_ERRORS as error:
+                outcome_unknown = True
                 _log_retry("Redis unreachable while committing", error, attempt, entry_count, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, RETRY_MAX_SECONDS)

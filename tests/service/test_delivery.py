@@ -140,3 +140,25 @@ async def test_a_consumer_is_forgotten_only_when_it_holds_nothing(
     assert await forget_consumer(aclient, settings, "c1") is True
     consumers = await aclient.xinfo_consumers(settings.input_stream, settings.group)
     assert consumers == []
+
+
+async def test_a_retry_after_a_lost_reply_counts_what_the_first_attempt_committed(
+    aclient: redis_asyncio.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(delivery, "RETRY_FIRST_SECONDS", 0.01)
+    outcomes = await read_entries(aclient, settings, 2)
+    committer = Committer(aclient, settings)
+    real = committer._script
+    results = []
+
+    async def reply_lost_once(**arguments: object) -> list[int]:
+        result: list[int] = await real(**arguments)  # type: ignore[arg-type]
+        results.append(result)
+        if len(results) == 1:
+            raise redis_errors.ConnectionError("reply lost")  # ran, but the reply never came
+        return result
+
+    monkeypatch.setattr(committer, "_script", reply_lost_once)
+    assert await committer.commit(outcomes) == [True, True]  # not "skipped"
+    assert results == [[1, 1], [0, 0]]
+    assert await aclient.xlen(settings.output_stream) == 2
