@@ -111,8 +111,17 @@ def dead_letter(
         fields += [name, value]
     message = " ".join(error.message.split())  # one line, whatever the cause
     if len(fields) > MAX_DEAD_LETTER_ITEMS:  # Lua's unpack() limit; no real entry comes close
+        # The known entry fields (payload first) go first, so the cut never drops them.
+        known = [name.encode() for name in _ENTRY_FIELDS]
+        fields = []
+        for name in known:
+            if name in raw_fields:
+                fields += [name, raw_fields[name]]
+        for name, value in raw_fields.items():
+            if name not in known:
+                fields += [name, value]
         fields = fields[:MAX_DEAD_LETTER_ITEMS]
-        message += f" (only the first {MAX_DEAD_LETTER_ITEMS // 2} fields are kept)"
+        message += f" (only {MAX_DEAD_LETTER_ITEMS // 2} fields are kept, payload first)"
     fields += [b"reason", error.reason.encode(), b"error", message.encode()]
     fields += [b"delivery_count", str(delivery_count).encode(), b"entry_id", entry_id]
     output = Output(settings.dead_stream, fields)

@@ -202,3 +202,20 @@ async def test_a_broken_faststream_entry_is_dead_lettered_with_its_envelope(
     outcome = run(settings, {b"__data__": envelope})
     assert outcome.dead_reason == "unknown_format"  # the body was read as the payload
     assert fields_of(outcome.outputs[0])[b"__data__"] == envelope
+
+
+def test_a_dead_letter_cut_to_its_size_limit_keeps_the_entry_fields_first(
+    settings: Settings,
+) -> None:
+    from thoughtline.entries import MAX_DEAD_LETTER_ITEMS
+
+    many = {f"f{index}".encode(): b"x" for index in range(MAX_DEAD_LETTER_ITEMS)}
+    entry = {**many, b"payload": b"not json", b"id": b"the-id", b"kind": b"response"}
+    outcome = run(settings, entry)
+    [output] = outcome.outputs
+    dead = fields_of(output)
+    assert dead[b"payload"] == b"not json" and dead[b"id"] == b"the-id"
+    assert dead[b"kind"] == b"response"
+    assert list(dead)[:3] == [b"payload", b"id", b"kind"]
+    assert len(output.fields) == MAX_DEAD_LETTER_ITEMS + 8  # then reason, error, count, id
+    assert dead[b"reason"] == b"not_json"
