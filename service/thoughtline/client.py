@@ -97,7 +97,7 @@ def records(
     while True:
         response = client.xreadgroup(group, consumer, {stream: read_id}, count, block_ms)
         page = _page(response)
-        if read_id == "0" and not page:
+        if read_id != ">" and not page:
             read_id = ">"  # own pending entries done: now new ones
             continue
         if not page and stop_when_idle:
@@ -130,7 +130,7 @@ async def arecords(
     while True:
         response = await client.xreadgroup(group, consumer, {stream: read_id}, count, block_ms)
         page = _page(response)
-        if read_id == "0" and not page:
+        if read_id != ">" and not page:
             read_id = ">"
             continue
         if not page and stop_when_idle:

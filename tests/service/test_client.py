@@ -103,3 +103,58 @@ async def test_async_records_and_acknowledgement(settings: Settings, client: red
             assert await message.ack() == 1
     assert seen == ["r0", "r1", "r2"]
     assert client.xpending(settings.output_stream, "g")["pending"] == 0
+
+
+def _add_records(client: redis.Redis, stream: str, count: int) -> None:
+    record = thoughtline.normalize(GOOD, "gemini", record_id="r")
+    for _ in range(count):
+        client.xadd(stream, {"record": thoughtline.encode(record), "id": "r", "format": "gemini"})
+
+
+def test_a_restart_with_a_full_page_pending_goes_on_to_new_records(
+    settings: Settings, client: redis.Redis
+) -> None:
+    stream = settings.output_stream
+    _add_records(client, stream, 3)
+    first = tl.records(client, group="g", consumer="c", stream=stream, count=2, block_ms=10)
+    handed = [next(first).entry_id, next(first).entry_id]  # a full page, none acknowledged
+    first.close()
+    # Restarted: the pending page again, then an empty history read, then the new record.
+    again = list(
+        tl.records(
+            client,
+            group="g",
+            consumer="c",
+            stream=stream,
+            count=2,
+            block_ms=10,
+            stop_when_idle=True,
+        )
+    )
+    assert [message.entry_id for message in again][:2] == handed
+    assert len(again) == 3
+
+
+async def test_async_restart_with_a_full_page_pending_goes_on_to_new_records(
+    settings: Settings, client: redis.Redis
+) -> None:
+    stream = settings.output_stream
+    _add_records(client, stream, 3)
+    async with redis_asyncio.Redis.from_url(settings.redis_url or "") as aclient:
+        first = tl.arecords(aclient, group="g", consumer="c", stream=stream, count=2, block_ms=10)
+        handed = [(await anext(first)).entry_id, (await anext(first)).entry_id]
+        await first.aclose()
+        again = [
+            message.entry_id
+            async for message in tl.arecords(
+                aclient,
+                group="g",
+                consumer="c",
+                stream=stream,
+                count=2,
+                block_ms=10,
+                stop_when_idle=True,
+            )
+        ]
+    assert again[:2] == handed
+    assert len(again) == 3
