@@ -178,7 +178,7 @@ def run_tail(arguments: argparse.Namespace) -> int:
         return EXIT_INVALID_SETTINGS if settings is None else 1
     assert settings is not None
     stream = settings.dead_stream if arguments.dead else settings.output_stream
-    last_id = "0" if arguments.from_start else "$"
+    last_id = "0" if arguments.from_start else _last_entry_id(client, stream)
     shown = 0
     while arguments.count is None or shown < arguments.count:
         response = cast(StreamsResponse, client.xread({stream: last_id}, count=100, block=1000))
@@ -190,6 +190,12 @@ def run_tail(arguments: argparse.Namespace) -> int:
                 if arguments.count is not None and shown >= arguments.count:
                     return 0
     return 0
+
+
+def _last_entry_id(client: redis.Redis, stream: str) -> str:
+    """The newest entry now, resolved once: `$` on every read would skip entries in between."""
+    newest = cast(list[tuple[bytes, object]], client.xrevrange(stream, count=1))
+    return newest[0][0].decode() if newest else "0-0"
 
 
 def run_demo(arguments: argparse.Namespace) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -9,10 +10,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 
 from thoughtline.asyncapi import asyncapi_document
+from thoughtline.config import Settings
 from thoughtline.demo import sample_files, sample_format
 from thoughtline.embedded import redis_server_binary
 
@@ -188,3 +192,34 @@ def test_the_app_is_importable_for_faststreams_own_cli() -> None:
     from thoughtline.worker import app  # what `faststream docs gen thoughtline.worker:app` reads
 
     assert isinstance(app, FastStream)
+
+
+def test_tail_keeps_an_entry_published_between_two_empty_reads(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from thoughtline import service_cli
+
+    output = settings.output_stream
+    client = redis.Redis.from_url(settings.redis_url or "")
+    client.xadd(output, {"record": b'{"id": "before"}'})
+    reads = []
+
+    class PublishingBetweenReads(redis.Redis):
+        def xread(self, streams: Any, *rest: Any, **options: Any) -> Any:
+            reads.append(dict(streams))
+            assert len(reads) <= 3, "tail never saw the entry published after its first read"
+            response = super().xread(streams, count=options.get("count"), block=10)
+            if len(reads) == 1:  # published after tail's first (empty) read returned
+                client.xadd(output, {"record": b'{"id": "after"}'})
+            return response
+
+    tail_client = PublishingBetweenReads.from_url(settings.redis_url or "")
+    monkeypatch.setattr(service_cli, "_connect", lambda: (settings, tail_client))
+    arguments = argparse.Namespace(json=True, dead=False, from_start=False, count=1)
+    try:
+        assert service_cli.run_tail(arguments) == 0
+    finally:
+        tail_client.close()
+        client.close()
+    shown = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["id"] for line in shown] == ["after"]
