@@ -139,7 +139,10 @@ def _entry_for_file(
     from thoughtline.client import entry
 
     payload = _read(name, settings.max_payload_bytes)
-    entry_format = arguments.format or _detected_format(payload)
+    if arguments.format or arguments.kind == "request":
+        entry_format = arguments.format  # the worker detects request formats itself
+    else:
+        entry_format = _detected_format(payload)
     return entry(
         payload,
         format=entry_format,

@@ -223,3 +223,39 @@ def test_tail_keeps_an_entry_published_between_two_empty_reads(
         client.close()
     shown = capsys.readouterr().out.splitlines()
     assert [json.loads(line)["id"] for line in shown] == ["after"]
+
+
+def publish_command(*arguments: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "thoughtline.cli", "publish", *arguments],
+        env=environment(**variables),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_publish_a_request_leaves_its_format_to_the_worker(
+    tmp_path: Path, redis_url: str, stream_names: dict[str, str]
+) -> None:
+    request = tmp_path / "request.json"
+    request.write_text(
+        '{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"},'
+        ' {"role": "assistant", "content": "<think>I ponder</think>hello"}]}'
+    )
+    result = publish_command(
+        "--kind",
+        "request",
+        str(request),
+        THOUGHTLINE_REDIS_URL=redis_url,
+        **stream_environment(stream_names),
+    )
+    assert result.returncode == 0, result.stderr
+    client = redis.Redis.from_url(redis_url)
+    try:
+        [(_, fields)] = client.xrange(stream_names["input_stream"])
+    finally:
+        client.close()
+    assert fields[b"kind"] == b"request"
+    assert b"format" not in fields  # the worker detects request formats
