@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sys
+import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final, cast
 
@@ -97,10 +100,25 @@ def run_serve(arguments: argparse.Namespace) -> int:
 
 
 def run_publish(arguments: argparse.Namespace) -> int:
+    if arguments.meta is not None and not _is_json_object(arguments.meta):
+        print('thoughtline: --meta must be a JSON object, like \'{"user": "u1"}\'', file=sys.stderr)
+        return 1
     settings, client = _connect()
     if client is None:
         return EXIT_INVALID_SETTINGS if settings is None else 1
     assert settings is not None
+    return _reaching_redis(settings, lambda: _publish(arguments, settings, client))
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _publish(arguments: argparse.Namespace, settings: Settings, client: redis.Redis) -> int:
+    client.ping()  # an unreachable Redis is said once, before reading any file
     status = 0
     published = 0
     queued: list[str] = []
@@ -180,6 +198,10 @@ def run_tail(arguments: argparse.Namespace) -> int:
     if client is None:
         return EXIT_INVALID_SETTINGS if settings is None else 1
     assert settings is not None
+    return _reaching_redis(settings, lambda: _tail(arguments, settings, client))
+
+
+def _tail(arguments: argparse.Namespace, settings: Settings, client: redis.Redis) -> int:
     stream = settings.dead_stream if arguments.dead else settings.output_stream
     last_id = "0" if arguments.from_start else _last_entry_id(client, stream)
     shown = 0
@@ -236,6 +258,24 @@ def _connect() -> tuple[Settings | None, redis.Redis | None]:
         )
         return settings, None
     return settings, redis.Redis.from_url(url, socket_connect_timeout=5)
+
+
+def _reaching_redis(settings: Settings, command: Callable[[], int]) -> int:
+    """Run `command`; a Redis that cannot be reached is one line and status 1, no traceback."""
+    try:
+        return command()
+    except (redis.ConnectionError, redis.TimeoutError):
+        url = _without_password(settings.redis_url or running_url() or "")
+        print(f"thoughtline: cannot reach Redis at {url}", file=sys.stderr)
+        return 1
+
+
+def _without_password(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    user = f"{parts.username}@" if parts.username else ""
+    query = "" if "password" in parts.query.lower() else parts.query
+    return urllib.parse.urlunsplit(parts._replace(netloc=user + host, query=query))
 
 
 def _invalid_settings(error: ThoughtlineError) -> int:

@@ -259,3 +259,47 @@ def test_publish_a_request_leaves_its_format_to_the_worker(
         client.close()
     assert fields[b"kind"] == b"request"
     assert b"format" not in fields  # the worker detects request formats
+
+
+def test_publish_refuses_meta_that_is_not_a_json_object(
+    tmp_path: Path, redis_url: str, stream_names: dict[str, str]
+) -> None:
+    good = str(SAMPLES / "ollama.thinking.json")
+    for meta in ("[1, 2]", "not json", '"text"'):
+        result = publish_command(
+            "--meta",
+            meta,
+            good,
+            THOUGHTLINE_REDIS_URL=redis_url,
+            **stream_environment(stream_names),
+        )
+        assert result.returncode == 1, meta
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+        assert result.stderr.startswith("thoughtline: --meta"), result.stderr
+    client = redis.Redis.from_url(redis_url)
+    try:
+        assert client.xlen(stream_names["input_stream"]) == 0
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("command", ["publish", "tail"])
+def test_publish_and_tail_with_unreachable_redis_say_so_on_one_line(
+    command: str, tmp_path: Path, stream_names: dict[str, str]
+) -> None:
+    arguments = [str(SAMPLES / "ollama.thinking.json")] if command == "publish" else []
+    result = subprocess.run(
+        [sys.executable, "-m", "thoughtline.cli", command, *arguments],
+        env=environment(
+            THOUGHTLINE_REDIS_URL="redis://user:s3cret@127.0.0.1:1/0",
+            **stream_environment(stream_names),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "thoughtline: cannot reach Redis at redis://user@127.0.0.1:1/0"
+    ]
