@@ -11,7 +11,13 @@ from thoughtline import detection_codes, schema
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "service" / "thoughtline"
-PURE_MODULES = [*sorted((PACKAGE / "normalize").glob("*.py")), PACKAGE / "streams.py"]
+PURE_PACKAGES = ("normalize", "stream_formats", "replay")
+PURE_MODULES = [
+    *(module for name in PURE_PACKAGES for module in sorted((PACKAGE / name).glob("*.py"))),
+    PACKAGE / "streams.py",
+    PACKAGE / "record.py",
+    PACKAGE / "errors.py",
+]
 IO_LIBRARIES = {"redis", "faststream", "prometheus_client", "logging", "socket", "asyncio"}
 
 
@@ -25,9 +31,11 @@ def _imported_roots(path: Path) -> set[str]:
     return roots
 
 
-def test_the_normalization_core_imports_no_io_library() -> None:
-    for module in PURE_MODULES + sorted(PACKAGE.glob("replay*.py")):
+def test_the_pure_core_imports_no_io_library_and_opens_no_file() -> None:
+    assert len(PURE_MODULES) > 30
+    for module in PURE_MODULES:
         assert not (_imported_roots(module) & IO_LIBRARIES), module.name
+        assert "open(" not in module.read_text(), module.name
 
 
 def test_committed_schemas_match_the_structs() -> None:
