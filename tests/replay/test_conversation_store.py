@@ -100,7 +100,7 @@ async def test_only_fingerprints_are_stored_never_the_thinking(
     stored = await client.hgetall(store.key("c1"))
     dump = b" ".join(part for item in stored.items() for part in item).lower()
     assert b"plan" not in dump and b"euros" not in dump
-    assert {field.split(b":")[0] for field in stored} == {b"fp", b"n", b"streak", b"streak_record"}
+    assert {field.split(b":")[0] for field in stored} == {b"fp", b"n", b"s", b"streak"}
     assert 0 < await client.ttl(store.key("c1")) <= 60
 
 
