@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import pytest
 
 import thoughtline
-from tests.corpus.notes import bodies, expected_block
+from tests.corpus.notes import assert_turn_reads_as_expected, bodies, expected_block
 
 pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
 
@@ -125,33 +125,7 @@ def test_bedrock_corpus_body_matches_its_note(body: Path) -> None:
     assert record.format == "bedrock_converse"
     assert record.provider == "amazon_bedrock"
     assert record.model is None
-    length, prefix = expected.content
-    assert (len(record.content), record.content[: len(prefix)]) == (length, prefix)
-    assert record.content == note["content"]
-    if expected.thinking is None:
-        assert record.thinking is None
-    else:
-        length, prefix = expected.thinking
-        assert record.thinking is not None
-        assert (len(record.thinking), record.thinking[: len(prefix)]) == (length, prefix)
-    # One reasoning block each: the LF join changes nothing, the text is verbatim.
-    assert record.thinking == note["thinking"]
-    assert [(call.id, call.name, call.arguments) for call in record.tool_calls] == (
-        expected.tool_calls
-    )
-    assert (record.native_finish_reason, record.finish_reason) == (
-        expected.native_finish_reason,
-        expected.finish_reason,
-    )
-    usage = record.usage
-    assert (
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.reasoning_tokens,
-        usage.cached_input_tokens,
-        usage.total_tokens,
-    ) == expected.usage
-    assert record.detections == []
+    assert_turn_reads_as_expected(record, expected, note)
 
 
 @pytest.mark.parametrize("body", BEDROCK_BODIES, ids=[b.stem for b in BEDROCK_BODIES])
