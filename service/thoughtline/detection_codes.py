@@ -10,12 +10,29 @@ from __future__ import annotations
 from typing import Final
 
 LEAKED_THOUGHT: Final[dict[str, str]] = {
-    "inline_tag": "a `<think>`/`<thinking>` block stood in visible text and was moved to thinking",
-    "orphan_close_tag": (
-        "a closing tag with no opening tag before it: the text before it was reasoning "
-        "(or a later stray closing tag was removed)"
+    "inline_tag": (
+        "a reasoning block in one of the dialects (`<think>`, `[THINK]`, harmony, …) stood in "
+        "visible text and was moved to thinking; `dialect` names it"
     ),
-    "unclosed_open_tag": "an opening tag never closed: the rest of the text was reasoning",
+    "orphan_close_tag": (
+        "the first delimiter was a closer with no opener before it: the text before it was "
+        "reasoning (the opener was in the prompt)"
+    ),
+    "unclosed_open_tag": (
+        "an opener never closed: the rest of the text (up to a tool-call marker) was reasoning"
+    ),
+    "thought_label": (
+        "a Gemini or Gemma model's text opened with the bare label `thought` and a line "
+        "break: the label was removed"
+    ),
+    "thought_in_content": (
+        "text the provider marked as thought (Gemini's `extra_content.google.thought` on an "
+        "OpenAI-compatible surface) stood in `content`: it was moved to thinking"
+    ),
+    "suspected_reasoning": (
+        "visible text opens like reasoning with no delimiter (`The user asks`, `Thinking "
+        "Process:`): nothing was moved"
+    ),
     "reasoning_in_content": (
         "the native reasoning text (32 characters or more) also stands verbatim in the content"
     ),
@@ -54,6 +71,15 @@ MALFORMED_PART: Final[dict[str, str]] = {
 }
 
 ALL: Final[dict[str, str]] = {**LEAKED_THOUGHT, **MALFORMED_PART}
+
+NO_DIALECT: Final = "none"
+"""The `dialect` label value of a detection that names no dialect."""
+
+DIALECT_CODES: Final = frozenset({"inline_tag", "orphan_close_tag", "unclosed_open_tag"})
+"""Codes whose detections name the dialect that matched (any row of the table)."""
+
+THOUGHT_DIALECT_CODES: Final = frozenset({"thought_label", "thought_in_content"})
+"""Codes whose detections always name the `thought` dialect."""
 
 
 def markdown_table() -> str:

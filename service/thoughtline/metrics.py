@@ -1,7 +1,9 @@
 """Every Prometheus metric of the service (DESIGN §6), and the small HTTP server that shows them.
 
     thoughtline_records_total{format,outcome}        outcome: normalized | dead_lettered | skipped
-    thoughtline_leaked_thought_total{format,code}    code: detection_codes.LEAKED_THOUGHT | other
+    thoughtline_leaked_thought_total{format,code,dialect}
+                                                    code: detection_codes.LEAKED_THOUGHT | other
+                                                    dialect: dialects.DIALECT_NAMES | none
     thoughtline_malformed_parts_total{format,code}   code: detection_codes.MALFORMED_PART | other
     thoughtline_dead_letters_total{reason}           reason: errors.NormalizeReason | other
     thoughtline_normalize_seconds                    histogram, one observation per entry
@@ -28,7 +30,14 @@ from typing import Final, get_args
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
-from thoughtline.detection_codes import LEAKED_THOUGHT, MALFORMED_PART
+from thoughtline.detection_codes import (
+    DIALECT_CODES,
+    LEAKED_THOUGHT,
+    MALFORMED_PART,
+    NO_DIALECT,
+    THOUGHT_DIALECT_CODES,
+)
+from thoughtline.normalize.dialects import DIALECT_NAMES
 from thoughtline.errors import NormalizeReason
 from thoughtline.record import KNOWN_FORMATS, Record
 
@@ -58,6 +67,22 @@ NORMALIZE_BUCKETS: Final = (
 )
 
 
+def _leaked_thought_series() -> tuple[tuple[str, str], ...]:
+    """The (code, dialect) pairs a detection can give, each created at 0 up front."""
+    series: list[tuple[str, str]] = []
+    for code in (*LEAKED_THOUGHT, OTHER):
+        if code in DIALECT_CODES:
+            series.extend((code, dialect) for dialect in DIALECT_NAMES)
+        elif code in THOUGHT_DIALECT_CODES:
+            series.append((code, "thought"))
+        else:
+            series.append((code, NO_DIALECT))
+    return tuple(series)
+
+
+LEAKED_THOUGHT_SERIES: Final = _leaked_thought_series()
+
+
 def format_label(value: str | None) -> str:
     return value if value in KNOWN_FORMATS else UNKNOWN_FORMAT
 
@@ -79,8 +104,9 @@ class Metrics:
         )
         self.leaked_thought = Counter(
             "thoughtline_leaked_thought_total",
-            "Reasoning found in visible text (detections of kind leaked_thought).",
-            ["format", "code"],
+            "Reasoning found in visible text (detections of kind leaked_thought), by the "
+            "delimiter dialect that matched (`none` where the detection names none).",
+            ["format", "code", "dialect"],
             registry=self.registry,
         )
         self.malformed_parts = Counter(
@@ -125,8 +151,8 @@ class Metrics:
         for format_name in FORMAT_LABELS:
             for outcome in OUTCOMES:
                 self.records.labels(format_name, outcome)
-            for code in (*LEAKED_THOUGHT, OTHER):
-                self.leaked_thought.labels(format_name, code)
+            for code, dialect in LEAKED_THOUGHT_SERIES:
+                self.leaked_thought.labels(format_name, code, dialect)
             for code in (*MALFORMED_PART, OTHER):
                 self.malformed_parts.labels(format_name, code)
             for kind in TOKEN_KINDS:
@@ -174,7 +200,8 @@ class Tally:
         for detection in record.detections:
             if detection.kind == "leaked_thought":
                 code = _bounded(detection.code, LEAKED_THOUGHT)
-                counts[metrics.leaked_thought, (format_name, code)] += 1
+                dialect = detection.dialect if detection.dialect in DIALECT_NAMES else NO_DIALECT
+                counts[metrics.leaked_thought, (format_name, code, dialect)] += 1
             else:
                 code = _bounded(detection.code, MALFORMED_PART)
                 counts[metrics.malformed_parts, (format_name, code)] += 1

@@ -52,12 +52,34 @@ class Usage(msgspec.Struct, frozen=True):
     total_tokens: int | None = None
 
 
+DialectName = Literal[
+    "think",
+    "thinking",
+    "thought",
+    "seed",
+    "minimax",
+    "kimi",
+    "mistral",
+    "cohere",
+    "harmony",
+    "gemma",
+    "openthinker",
+    "apertus",
+    "harmony_text",
+    "granite",
+    "apriel",
+]
+"""The inline-reasoning dialects (`thoughtline.normalize.dialects.DIALECTS`, one row each)."""
+
+
 class Detection(msgspec.Struct, frozen=True):
     """Something a naive consumer would have got wrong: leaked reasoning or a malformed part."""
 
     kind: DetectionKind
     code: str
     path: str
+    dialect: DialectName | None = None
+    """For reasoning found in visible text: the delimiter dialect that matched; else null."""
 
 
 class Record(msgspec.Struct, kw_only=True):
@@ -104,6 +126,9 @@ class Delta(msgspec.Struct, kw_only=True):
     is_final: bool = False
     usage: Usage | None = None
     """The record's usage, on the final delta only."""
+    detections: list[Detection] | None = None
+    """The record's detections (with the dialect of reasoning found in text), on the final
+    delta only."""
 
 
 class Entry(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):

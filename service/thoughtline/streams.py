@@ -32,8 +32,8 @@ from thoughtline.normalize import (
     normalize,
     require_utf8,
 )
-from thoughtline.normalize.compose import malformed
-from thoughtline.normalize.think_tags import IncrementalExtractor, extract
+from thoughtline.normalize.compose import malformed, may_carry_thought_label
+from thoughtline.normalize.inline_reasoning import extract_chunks
 from thoughtline.record import KNOWN_FORMATS, Delta, DeltaText, Record, Usage
 from thoughtline.stream_formats import ASSEMBLERS
 from thoughtline.stream_formats.base import Assembly, Chunk, Piece
@@ -192,11 +192,14 @@ def _whole_body_delta(record: Record, record_id: str | None) -> Delta:
         is_thinking=bool(thinking) and not record.content,
         is_final=True,
         usage=record.usage,
+        detections=record.detections,
     )
 
 
 def _deltas(record: Record, pieces: Sequence[Piece], delta_id: str) -> list[Delta]:
-    contents, inline_thinking = _extract_incrementally(pieces)
+    _, contents, inline_thinking = extract_chunks(
+        [piece.text for piece in pieces], thought_label=may_carry_thought_label(record.model)
+    )
     thinking = _combine_thinking(_native_thinking(pieces), inline_thinking)
     result: list[Delta] = []
     accumulated_text = ""
@@ -215,25 +218,10 @@ def _deltas(record: Record, pieces: Sequence[Piece], delta_id: str) -> list[Delt
                 is_thinking=bool(thought) and not text,
                 is_final=seq == last,
                 usage=record.usage if seq == last else None,
+                detections=record.detections if seq == last else None,
             )
         )
     return result
-
-
-def _extract_incrementally(pieces: Sequence[Piece]) -> tuple[list[str], list[str]]:
-    """Content and inline thinking per chunk; held-back tag fragments flush on the last."""
-    extractor = IncrementalExtractor(extract("".join(piece.text for piece in pieces)))
-    contents: list[str] = []
-    inline: list[str] = []
-    for piece in pieces:
-        content, thinking = extractor.feed(piece.text)
-        contents.append(content)
-        inline.append(thinking)
-    if pieces:
-        content, thinking = extractor.flush()
-        contents[-1] += content
-        inline[-1] += thinking
-    return contents, inline
 
 
 def _native_thinking(pieces: Sequence[Piece]) -> list[str]:

@@ -42,8 +42,8 @@ def test_rule_1_only_the_first_candidate_counts() -> None:
 
 
 def test_rule_2_visible_text_is_concatenated_then_extracted_once() -> None:
-    record = thoughtline.normalize(gemini({"text": "A<thi"}, {"text": "nk>B</think>C"}))
-    assert (record.content, record.thinking) == ("A C", "B")
+    record = thoughtline.normalize(gemini({"text": "<thi"}, {"text": "nk>B</think>C"}))
+    assert (record.content, record.thinking) == ("C", "B")
 
 
 def test_rule_3_inline_blocks_are_detected_as_leaked_thoughts() -> None:

@@ -15,11 +15,12 @@ from thoughtline.metrics import (
     HealthServer,
     Metrics,
 )
+from thoughtline.normalize.dialects import DIALECT_NAMES
 from thoughtline.record import Detection, Record, Usage
 
 DESIGN_METRICS = {
     "thoughtline_records": ("counter", {"format", "outcome"}),
-    "thoughtline_leaked_thought": ("counter", {"format", "code"}),
+    "thoughtline_leaked_thought": ("counter", {"format", "code", "dialect"}),
     "thoughtline_malformed_parts": ("counter", {"format", "code"}),
     "thoughtline_dead_letters": ("counter", {"reason"}),
     "thoughtline_normalize_seconds": ("histogram", set()),
@@ -33,6 +34,7 @@ ALLOWED = {
     "reason": set(DEAD_LETTER_REASONS),
     "kind": set(TOKEN_KINDS),
     "code": {*LEAKED_THOUGHT, *MALFORMED_PART, "other"},
+    "dialect": {*DIALECT_NAMES, "none"},
 }
 
 
@@ -65,8 +67,9 @@ def test_label_values_stay_in_their_fixed_sets_whatever_the_record_says() -> Non
         model="some-new-model-name",
         usage=Usage(input_tokens=3, output_tokens=5, reasoning_tokens=2, cached_input_tokens=1),
         detections=[
-            Detection(kind="leaked_thought", code="inline_tag", path="p"),
+            Detection(kind="leaked_thought", code="inline_tag", path="p", dialect="mistral"),
             Detection(kind="leaked_thought", code="brand_new_leak", path="p"),
+            Detection(kind="leaked_thought", code="inline_tag", path="p", dialect="x"),  # type: ignore[arg-type]
             Detection(kind="malformed_part", code="never_heard_of_it", path="p"),
         ],
     )
@@ -79,7 +82,17 @@ def test_label_values_stay_in_their_fixed_sets_whatever_the_record_says() -> Non
                 if label != "le":
                     assert value in ALLOWED[label], (sample.name, label, value)
     text = metrics.exposition().decode()
-    assert 'thoughtline_leaked_thought_total{code="other",format="gemini"} 1.0' in text
+    assert (
+        'thoughtline_leaked_thought_total{code="other",dialect="none",format="gemini"} 1.0' in text
+    )
+    assert (
+        'thoughtline_leaked_thought_total{code="inline_tag",dialect="mistral",format="gemini"} 1.0'
+        in text
+    )
+    assert (
+        'thoughtline_leaked_thought_total{code="inline_tag",dialect="none",format="gemini"} 1.0'
+        in text
+    )
     assert 'thoughtline_malformed_parts_total{code="other",format="gemini"} 1.0' in text
     assert 'thoughtline_dead_letters_total{reason="other"} 1.0' in text
     assert 'thoughtline_records_total{format="unknown",outcome="dead_lettered"} 1.0' in text

@@ -53,6 +53,7 @@ def test_deltas_have_the_seed_shape() -> None:
         "is_thinking",
         "is_final",
         "usage",
+        "detections",
     }
     assert first["delta"] == {"text": "", "thinking": "The previous"}
     assert (first["id"], first["seq"], first["is_thinking"], first["usage"]) == (
@@ -61,9 +62,11 @@ def test_deltas_have_the_seed_shape() -> None:
         True,
         None,
     )
+    assert first["detections"] is None
     final = deltas[-1]
     assert final.is_final and not final.is_thinking
     assert final.usage == thoughtline.normalize(payload).usage
+    assert final.detections == thoughtline.normalize(payload).detections
     assert final.accumulated_text == "925 ÷ 5 = 185"
 
 
@@ -74,29 +77,29 @@ def msgspec_encode(delta: Delta) -> bytes:
 
 
 def test_a_tag_split_across_chunks_never_shows_in_a_delta() -> None:
-    payload = _chat(["Hi <thi", "nk>plan", " it</th", "ink> then", " answer"])
+    payload = _chat(["Hi [THI", "NK]plan", " it[/TH", "INK] then", " answer"])
     deltas = streams.deltas(payload)
     record = thoughtline.normalize(payload)
-    # DESIGN §4.3: the block goes, the spaces on both sides stay (nothing was glued)
+    # the block goes, the spaces on both sides stay (nothing was glued)
     assert (record.content, record.thinking) == ("Hi  then answer", "plan it")
     for delta in deltas:
-        assert not any(fragment in delta.delta.text for fragment in TAG_FRAGMENTS)
-        assert "<" not in delta.delta.thinking
+        assert "[" not in delta.delta.text and "]" not in delta.delta.text
+        assert "[" not in delta.delta.thinking
     texts = [delta.delta for delta in deltas if delta.delta != DeltaText()]
-    assert texts == [
-        DeltaText(text="Hi"),  # the space waits: trailing whitespace may yet be trimmed
+    assert texts == [  # each piece with the chunk it came in (the recording is complete)
+        DeltaText(text="Hi "),
         DeltaText(thinking="plan"),
         DeltaText(thinking=" it"),
-        DeltaText(text="  then"),
+        DeltaText(text=" then"),
         DeltaText(text=" answer"),
     ]
     assert_deltas_add_up(payload, record)
 
 
-def test_a_partial_tag_held_back_is_flushed_as_text_at_the_end() -> None:
+def test_a_partial_tag_is_text_in_the_chunk_it_came_in() -> None:
     payload = _chat(["Use a", " <thi"])
     deltas = streams.deltas(payload)
-    assert [delta.delta.text for delta in deltas] == ["", "Use a", " ", "", "<thi"]
+    assert [delta.delta.text for delta in deltas] == ["", "Use a", " <thi", "", ""]
     assert deltas[-1].accumulated_text == thoughtline.normalize(payload).content == "Use a <thi"
 
 

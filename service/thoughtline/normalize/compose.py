@@ -14,9 +14,11 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize import think_tags
+from thoughtline.normalize import inline_reasoning
+from thoughtline.normalize.dialects import THOUGHT_LABEL_MODELS
 from thoughtline.record import (
     Detection,
+    DialectName,
     FinishReason,
     FormatName,
     Record,
@@ -106,8 +108,16 @@ def malformed(code: str, path: str) -> Detection:
     return Detection(kind="malformed_part", code=code, path=path)
 
 
-def leaked(code: str, path: str) -> Detection:
-    return Detection(kind="leaked_thought", code=code, path=path)
+def leaked(code: str, path: str, dialect: DialectName | None = None) -> Detection:
+    return Detection(kind="leaked_thought", code=code, path=path, dialect=dialect)
+
+
+def may_carry_thought_label(model: str | None) -> bool:
+    """Gemini and Gemma models may open their text with the bare label `thought`."""
+    if model is None:
+        return False
+    lowered = model.lower()
+    return any(name in lowered for name in THOUGHT_LABEL_MODELS)
 
 
 def tool_arguments(value: Any, path: str, detections: list[Detection]) -> Any:
@@ -137,8 +147,12 @@ def build_record(
 ) -> Record:
     """Apply DESIGN §4.2-4.5 to a format's turn and return the record."""
     detections = list(turn.detections)
-    inline = think_tags.extract(turn.visible_text)
-    detections.extend(leaked(code, turn.visible_path) for code in inline.codes)
+    inline = inline_reasoning.extract(
+        turn.visible_text, thought_label=may_carry_thought_label(turn.model)
+    )
+    detections.extend(
+        leaked(found.code, turn.visible_path, found.dialect) for found in inline.detections
+    )
     native = turn.native_thinking or None
     if native is not None and inline.thinking is not None:
         thinking: str | None = native + "\n" + inline.thinking

@@ -16,12 +16,12 @@ Every drop is a `ReplayNote` (record, path into the record, reason): reported, n
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final, get_args
+from typing import Final
 
 import msgspec
 
 from thoughtline.errors import ReplayError
-from thoughtline.normalize.think_tags import InlineCode
+from thoughtline.normalize.inline_reasoning import REASONING_IN_TEXT_CODES
 from thoughtline.record import KNOWN_FORMATS, Record
 from thoughtline.replay import rebuild
 from thoughtline.replay.messages import MESSAGE_FORMATS, native_message, read_message
@@ -36,8 +36,6 @@ from thoughtline.replay.parts import (
 
 HISTORY_FIELDS: Final[dict[str, str]] = {"gemini": "contents", "openai_responses": "input"}
 """The request-body field a format's history goes into; `messages` for the others."""
-
-_INLINE_CODES: Final = frozenset(get_args(InlineCode))
 
 
 class ReplayNote(msgspec.Struct, frozen=True):
@@ -207,7 +205,7 @@ def _drop_trailing_reasoning(
 
 
 def _has_inline_reasoning(record: Record) -> bool:
-    return any(detection.code in _INLINE_CODES for detection in record.detections)
+    return any(detection.code in REASONING_IN_TEXT_CODES for detection in record.detections)
 
 
 def _note(record: Record, index: int, reason: NoteReason) -> ReplayNote:

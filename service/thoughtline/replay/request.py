@@ -20,7 +20,7 @@ from typing import Any, cast
 import msgspec
 
 from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES, PROVIDERS, meta_object, think_tags
+from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES, PROVIDERS, inline_reasoning, meta_object
 from thoughtline.normalize.compose import EMPTY_META, decode, leaked
 from thoughtline.record import KNOWN_FORMATS, Detection, FormatName, Record
 from thoughtline.replay.fingerprints import (
@@ -107,8 +107,15 @@ def _inline_detections(reading: RequestReading) -> list[Detection]:
     return [
         leaked("replayed_reasoning", path)
         for path, texts in reading.assistant_texts
-        if think_tags.extract("".join(texts)).codes
+        if _holds_reasoning(inline_reasoning.extract("".join(texts)))
     ]
+
+
+def _holds_reasoning(extraction: inline_reasoning.InlineExtraction) -> bool:
+    """Reasoning in any dialect of docs/inline-reasoning.md (a guess alone does not count)."""
+    return any(
+        found.code in inline_reasoning.REASONING_IN_TEXT_CODES for found in extraction.detections
+    )
 
 
 def _in_request_repeats(reading: RequestReading) -> list[Detection]:

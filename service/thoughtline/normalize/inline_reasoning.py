@@ -1,0 +1,1038 @@
+"""Inline reasoning in visible text: find it in every dialect, leave an answer that only talks
+about delimiters untouched.
+
+One scanner serves the whole text (`extract`) and text that arrives in pieces
+(`IncrementalExtractor`, `extract_chunks`): the whole text is scanned as one final run; a live
+stream is scanned in runs over what has arrived, each run stopping where a decision needs text
+that has not arrived yet (a backtick run whose partner may still come, a closer that may still
+follow). The next run resumes from there, so the pieces give exactly what the whole text
+gives, wherever they are cut.
+
+The rules (docs/inline-reasoning.md has them in full, with examples):
+
+- Markdown code is text: no delimiter counts inside a fenced block or an inline code span.
+- A *token* opener counts anywhere outside code; a *tag* opener only as the first
+  non-whitespace text or after a non-empty block; a *phrase* opener only at the very start,
+  and only with its closer present.
+- The first delimiter being a closer means the text before it was reasoning (the chat template
+  put the opener in the prompt); a later closer after a non-empty block is removed.
+- An opener never closed makes the rest reasoning, up to a tool-call marker; a token opener
+  does this only where a tag opener would count, elsewhere an unclosed one is text.
+- Answer wrappers are removed, their text kept.
+- Thinking is the non-empty blocks joined with LF, trimmed at its ends; in content each block
+  leaves one space where it would glue two non-space characters, and content is trimmed at its
+  ends when anything was removed.
+
+Time is linear in the text on every input: candidates are found by one compiled pattern (a
+text with no candidate character costs one scan), each backtick run is paired at most once, and
+a live stream that must wait re-scans only after what is waiting has doubled.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal, NamedTuple
+
+from thoughtline.normalize.dialects import (
+    DIALECTS,
+    SUSPECTED_REASONING_OPENINGS,
+    TOOL_CALL_MARKERS,
+    Dialect,
+)
+from thoughtline.record import DialectName
+
+InlineCode = Literal[
+    "inline_tag",
+    "orphan_close_tag",
+    "unclosed_open_tag",
+    "thought_label",
+    "suspected_reasoning",
+]
+SpanRule = Literal[
+    "block",
+    "orphan_closer",
+    "unclosed_opener",
+    "stray_closer",
+    "answer_wrapper",
+    "thought_label",
+]
+
+
+REASONING_IN_TEXT_CODES: Final[frozenset[str]] = frozenset(
+    {"inline_tag", "orphan_close_tag", "unclosed_open_tag", "thought_label", "thought_in_content"}
+)
+"""Codes that say the provider's visible text held reasoning (so its raw message must not be
+sent back as it is)."""
+
+
+class InlineDetection(NamedTuple):
+    """One leaked-reasoning finding in visible text, with the dialect that matched (or None)."""
+
+    code: InlineCode
+    dialect: DialectName | None
+
+
+class RemovedSpan(NamedTuple):
+    """A stretch of the visible text that did not stay in content, and why (for `--explain`)."""
+
+    start: int
+    end: int
+    rule: SpanRule
+    dialect: DialectName | None
+    reasoning: bool
+    """Whether the span's inner text went to thinking (a non-empty block)."""
+
+
+class InlineExtraction(NamedTuple):
+    """What inline extraction made of a visible text."""
+
+    content: str
+    thinking: str | None
+    detections: tuple[InlineDetection, ...]
+    spans: tuple[RemovedSpan, ...] = ()
+
+
+_Role = Literal["open", "close", "wrapper", "trailing_wrapper", "tool_call", "block_end"]
+
+
+class _Marker(NamedTuple):
+    role: _Role
+    dialect: Dialect | None
+
+
+# --- the compiled tables -------------------------------------------------------------------
+
+
+def _marker_roles() -> dict[str, _Marker]:
+    roles: dict[str, _Marker] = {}
+    for dialect in DIALECTS:
+        if dialect.kind == "phrase":  # phrases are looked for at the start only
+            if dialect.standalone_closer:
+                for closer in dialect.closers:
+                    roles[closer] = _Marker("close", dialect)
+            for wrapper in dialect.wrappers:
+                roles[wrapper] = _Marker("wrapper", dialect)
+            continue
+        for opener in dialect.openers:
+            roles[_key(opener, dialect.kind)] = _Marker("open", dialect)
+        for closer in dialect.closers:
+            role: _Role = "close" if dialect.standalone_closer else "block_end"
+            roles[_key(closer, dialect.kind)] = _Marker(role, dialect)
+        for wrapper in dialect.wrappers:
+            roles[_key(wrapper, dialect.kind)] = _Marker("wrapper", dialect)
+        for wrapper in dialect.trailing_wrappers:
+            roles[_key(wrapper, dialect.kind)] = _Marker("trailing_wrapper", dialect)
+    for marker in TOOL_CALL_MARKERS:
+        roles.setdefault(marker, _Marker("tool_call", None))
+    return roles
+
+
+def _key(marker: str, kind: str) -> str:
+    return marker.lower() if kind == "tag" else marker
+
+
+_ROLES: Final = _marker_roles()
+_TAG_KEYS: Final = frozenset(
+    _key(marker, "tag")
+    for dialect in DIALECTS
+    if dialect.kind == "tag"
+    for marker in (*dialect.openers, *dialect.closers, *dialect.wrappers)
+)
+_SUFFIXED_WRAPPERS: Final = {
+    wrapper: dialect
+    for dialect in DIALECTS
+    if dialect.wrapper_suffix
+    for wrapper in dialect.wrappers
+}
+_ATTRIBUTE_OPENER: Final = next(dialect for dialect in DIALECTS if dialect.name == "think")
+"""The one tag that takes attributes: `<think signature="…">`."""
+
+
+def _alternative(marker: str) -> str:
+    """One marker as a pattern: tags ignore case, a suffixed wrapper takes its suffix."""
+    pattern = re.escape(marker)
+    if marker.lower() in _TAG_KEYS:
+        return f"(?i:{pattern})"
+    dialect = _SUFFIXED_WRAPPERS.get(marker)
+    if dialect is not None:
+        return f"{pattern}(?:\\s*{re.escape(dialect.wrapper_suffix)})?"
+    return pattern
+
+
+def _marker_pattern(literals: Iterable[str]) -> re.Pattern[str]:
+    markers = sorted(set(literals), key=len, reverse=True)  # the longest match wins
+    angle = [marker for marker in markers if marker.startswith("<")]
+    others = [marker for marker in markers if not marker.startswith("<")]
+    # After `<`, a lookahead on the next character rejects a flood of `<` at C speed.
+    followers = {marker[1] for marker in angle} | {marker[1].upper() for marker in angle}
+    follower_class = "".join(re.escape(character) for character in sorted(followers))
+    angle_bodies = "|".join(
+        f"(?i:{re.escape(marker[1:])})" if marker.lower() in _TAG_KEYS else re.escape(marker[1:])
+        for marker in angle
+    )
+    attribute_opener = r"(?i:think)\s[^<>]*>"
+    alternatives = [
+        f"<(?=[{follower_class}])(?:{angle_bodies}|{attribute_opener})",
+        *(_alternative(marker) for marker in others),
+        r"`+",
+        r"~{3,}",
+    ]
+    return re.compile("|".join(alternatives))
+
+
+_ROLES_LITERALS: Final = tuple(
+    marker
+    for dialect in DIALECTS
+    for marker in (
+        *(dialect.openers if dialect.kind != "phrase" else ()),
+        *(dialect.closers if dialect.kind != "phrase" or dialect.standalone_closer else ()),
+        *dialect.wrappers,
+        *dialect.trailing_wrappers,
+    )
+) + TOOL_CALL_MARKERS
+_MARKERS: Final = _marker_pattern(_ROLES_LITERALS)
+_CANDIDATE: Final = re.compile(
+    "[" + re.escape("".join(sorted({marker[0] for marker in _ROLES_LITERALS} | {"`", "~"}))) + "]"
+)
+"""Any character a delimiter, a code run or a wrapper starts with."""
+_LONGEST_MARKER: Final = max(len(marker) for marker in _ROLES_LITERALS) + len("thought\r\n")
+"""How far before the end of a live text a marker may still be growing."""
+
+
+def _block_end_pattern(dialect: Dialect) -> re.Pattern[str]:
+    """What can end a block of `dialect`: its closers, then (if never closed) a tool call."""
+    closers = "|".join(
+        f"(?i:{re.escape(closer)})" if dialect.kind == "tag" else re.escape(closer)
+        for closer in sorted(dialect.closers, key=len, reverse=True)
+    )
+    tools = "|".join(re.escape(marker) for marker in TOOL_CALL_MARKERS)
+    return re.compile(f"(?P<closer>{closers})|(?P<tool>{tools})")
+
+
+def _closer_pattern(dialect: Dialect) -> re.Pattern[str]:
+    return re.compile(
+        "|".join(
+            f"(?i:{re.escape(closer)})" if dialect.kind == "tag" else re.escape(closer)
+            for closer in sorted(dialect.closers, key=len, reverse=True)
+        )
+    )
+
+
+_BLOCK_END: Final = {dialect.name: _block_end_pattern(dialect) for dialect in DIALECTS}
+_CLOSER: Final = {dialect.name: _closer_pattern(dialect) for dialect in DIALECTS}
+_PHRASES: Final = tuple(dialect for dialect in DIALECTS if dialect.kind == "phrase")
+_FENCE_LINE: Final = re.compile(r"(?m)^ {0,3}(`{3,}|~{3,})")
+_BACKTICK_RUN: Final = re.compile(r"`+")
+_NON_SPACE: Final = re.compile(r"\S")
+_GEMMA: Final = next(dialect for dialect in DIALECTS if dialect.name == "gemma")
+_THOUGHT_LABEL: Final = "thought"
+_LINE_BREAKS: Final = ("\r\n", "\n", "\r")
+_GEMMA_EMPTY_LABEL: Final = _THOUGHT_LABEL + _GEMMA.closers[0]
+
+
+# --- output sinks --------------------------------------------------------------------------
+
+
+class _Output:
+    """Pieces of output text, each with where it came from in the source text: a verbatim
+    piece `text[start:start + len(piece)]`, or an inserted one (a glue space, the LF between
+    blocks) at `start` with `inserted` set. That lets the pieces be handed out per chunk."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.starts: list[int] = []
+        self.inserted: list[bool] = []
+
+    def add(self, piece: str, start: int, inserted: bool = False) -> None:
+        self.pieces.append(piece)
+        self.starts.append(start)
+        self.inserted.append(inserted)
+
+
+_Held = tuple[str, int]
+"""A verbatim piece of source text not written yet, with its start."""
+
+
+class _ContentSink:
+    """Visible content: kept text with glue spaces, trimmed at its ends once anything was cut.
+
+    Whitespace is held until what follows it is known: a run at the very end is trimmed when
+    anything was removed, and so is leading whitespace, even when the removal comes later.
+    """
+
+    def __init__(self) -> None:
+        self.output = _Output()
+        self.cut_seen = False
+        self._glue_pending = False
+        self._started = False
+        self._leading: list[_Held] = []
+        self._waiting_for_cut: list[tuple[str, int, bool]] | None = None
+        self._pending_space: list[_Held] = []
+
+    def write(self, text: str, end: int) -> None:
+        """`text` is the source text that ends at `end`."""
+        if not text:
+            return
+        start = end - len(text)
+        if not self._started:
+            body = text.lstrip()
+            lead = len(text) - len(body)
+            if lead:
+                self._leading.append((text[:lead], start))
+            if not body:
+                return
+            self._started = True
+            self._glue_pending = False  # nothing stands on the left to glue to
+            if self._leading and not self.cut_seen:
+                self._waiting_for_cut = []
+            text, start = body, start + lead
+        body = text.rstrip()
+        if not body:
+            self._pending_space.append((text, start))
+            return
+        if self._pending_space:
+            for space, space_start in self._pending_space:
+                self._emit(space, space_start, False)
+            self._pending_space.clear()
+        elif self._glue_pending and not body[0].isspace():
+            self._emit(" ", start, True)
+        self._glue_pending = False
+        self._emit(body, start, False)
+        if len(body) < len(text):
+            self._pending_space.append((text[len(body) :], start + len(body)))
+
+    def cut(self, glue: bool) -> None:
+        """Something was removed here; `glue`: a block, which leaves a space between words."""
+        self.cut_seen = True
+        if glue and self._started:
+            self._glue_pending = True
+        if self._waiting_for_cut is not None:
+            waiting, self._waiting_for_cut = self._waiting_for_cut, None
+            self._leading.clear()
+            for piece, start, inserted in waiting:
+                self._emit(piece, start, inserted)
+
+    def finish(self) -> None:
+        """End of text: held whitespace stays only when nothing was removed."""
+        if self.cut_seen:
+            return
+        leading, waiting = self._leading, self._waiting_for_cut or []
+        self._waiting_for_cut = None
+        for piece, start in leading:
+            self._emit(piece, start, False)
+        for piece, start, inserted in waiting:
+            self._emit(piece, start, inserted)
+        for piece, start in self._pending_space:
+            self._emit(piece, start, False)
+        self._leading, self._pending_space = [], []
+
+    def _emit(self, piece: str, start: int, inserted: bool) -> None:
+        if self._waiting_for_cut is not None:
+            self._waiting_for_cut.append((piece, start, inserted))
+        else:
+            self.output.add(piece, start, inserted)
+
+
+class _ThinkingSink:
+    """Inline thinking: the non-empty blocks joined with LF, trimmed at the two ends."""
+
+    def __init__(self) -> None:
+        self.output = _Output()
+        self.any_block = False
+        self._block_has_text = False
+        self._block_leading: list[_Held] = []
+        self._pending_space: list[_Held] = []
+
+    def start_block(self) -> None:
+        self._block_has_text = False
+        self._block_leading.clear()
+
+    def write(self, text: str, end: int) -> None:
+        """`text` is the source text that ends at `end`."""
+        if not text:
+            return
+        start = end - len(text)
+        if not self._block_has_text:
+            body = text.lstrip()
+            lead = len(text) - len(body)
+            if lead:
+                self._block_leading.append((text[:lead], start))
+            if not body:
+                return
+            self._block_has_text = True
+            if self.any_block:  # the LF between blocks, after the last block's trailing space
+                self._flush_space()
+                first = self._block_leading[0][1] if self._block_leading else start + lead
+                self.output.add("\n", first, inserted=True)
+                for space, space_start in self._block_leading:
+                    self.output.add(space, space_start)
+            self._block_leading.clear()
+            self.any_block = True
+            text, start = body, start + lead
+        body = text.rstrip()
+        if not body:
+            self._pending_space.append((text, start))
+            return
+        self._flush_space()
+        self.output.add(body, start)
+        if len(body) < len(text):
+            self._pending_space.append((text[len(body) :], start + len(body)))
+
+    def end_block(self) -> bool:
+        """Close the block; True when it held reasoning (not only whitespace)."""
+        had_text = self._block_has_text
+        self._block_has_text = False
+        self._block_leading.clear()
+        return had_text
+
+    def _flush_space(self) -> None:
+        for space, space_start in self._pending_space:
+            self.output.add(space, space_start)
+        self._pending_space.clear()
+
+
+# --- the scanner ---------------------------------------------------------------------------
+
+
+class _NeedMore(Exception):
+    """A decision at the current position needs text that has not arrived yet."""
+
+
+_Mode = Literal["text", "block", "fence"]
+_Stage = Literal["label", "phrase", "scan"]
+
+
+class _Scanner:
+    """The one scanner. `run(text, final)` scans `text`, which continues where the last run
+    stopped, and returns how much of it was decided; steps are atomic, so a step that needs
+    more text changes nothing and is tried again on the next run."""
+
+    def __init__(self, *, thought_label: bool) -> None:
+        self.content = _ContentSink()
+        self.thinking = _ThinkingSink()
+        self.detections: list[InlineDetection] = []
+        self.spans: list[RemovedSpan] = []
+        self._stage: _Stage = "label" if thought_label else "phrase"
+        self._mode: _Mode = "text"
+        self._undecided = True  # no delimiter yet: an orphan closer may still claim the text
+        self._held_raw: list[tuple[str, int]] = []
+        self._held_ops: list[tuple[str | None, int]] = []
+        self._held_start = 0
+        self._seen_text = False
+        self._found_block = False
+        self._block_dialects: set[DialectName] = set()  # dialects with a block, empty or not
+        self._block: Dialect | None = None
+        self._block_start = 0
+        self._fence_character = ""
+        self._fence_length = 0
+        self._line_indent: int | None = 0  # spaces since the last line break, None: not a line start
+        self._base = 0
+        self._text = ""
+        self._position = 0
+        self._text_from = 0
+        self._final = False
+        self._backticks: dict[int, list[int]] | None = None
+        self.finished = False
+
+    # the driver ---------------------------------------------------------------------------
+
+    def run(self, text: str, final: bool) -> int:
+        self._text, self._position, self._final = text, 0, final
+        self._text_from = 0
+        self._backticks = None
+        try:
+            while True:
+                if self._stage != "scan":
+                    self._start()
+                elif self._position >= len(text):
+                    break
+                elif self._mode == "block":
+                    self._in_block()
+                elif self._mode == "fence":
+                    self._in_fence()
+                else:
+                    self._in_text()
+        except _NeedMore:
+            pass
+        if self._mode != "block":
+            self._flush_text()
+        consumed = self._position
+        self._note_line_state(text[:consumed])
+        self._base += consumed
+        if final:
+            self._finish()
+        return consumed
+
+    def _note_line_state(self, consumed: str) -> None:
+        line_break = consumed.rfind("\n")
+        if line_break >= 0:
+            tail = consumed[line_break + 1 :]
+            self._line_indent = len(tail) if len(tail) <= 3 and not tail.strip(" ") else None
+        elif self._line_indent is not None and consumed:
+            indent = self._line_indent + len(consumed)
+            self._line_indent = indent if indent <= 3 and not consumed.strip(" ") else None
+
+    def _need(self, available: bool) -> None:
+        if not available and not self._final:
+            raise _NeedMore
+
+    # the start of the text ----------------------------------------------------------------
+
+    def _start(self) -> None:
+        text, position = self._text, self._position
+        if self._stage == "label":
+            self._need(len(text) - position > len(_THOUGHT_LABEL) + 1)
+            if text.startswith(_THOUGHT_LABEL, position):
+                after = position + len(_THOUGHT_LABEL)
+                line_break = next(
+                    (brk for brk in _LINE_BREAKS if text.startswith(brk, after)), None
+                )
+                if line_break is not None:
+                    end = after + len(line_break)
+                    self.content.cut(glue=False)
+                    self.detections.append(InlineDetection("thought_label", "thought"))
+                    self._span(self._base + position, self._base + end, "thought_label",
+                               "thought", reasoning=False)
+                    self._skip_to(end)
+                    self._held_start = self._base + end
+            self._stage = "phrase"
+            return
+        match = _NON_SPACE.search(text, position)
+        self._need(match is not None and len(text) - match.start() > _LONGEST_PHRASE)
+        if match is not None:
+            start = match.start()
+            for dialect in _PHRASES:
+                opener = next((o for o in dialect.openers if text.startswith(o, start)), None)
+                if opener is None:
+                    continue
+                closer_at, closer = self._find_phrase_closer(dialect, start + len(opener))
+                if closer_at < 0:
+                    break
+                self._emit_up_to(start)
+                self._flush_text()
+                self._resolve_as_content()
+                self._block_of(dialect, start + len(opener), closer_at, "inline_tag", start,
+                               closer_at + len(closer))
+                self._skip_to(closer_at + len(closer))
+                break
+        self._stage = "scan"
+
+    def _find_phrase_closer(self, dialect: Dialect, start: int) -> tuple[int, str]:
+        found = [(self._text.find(closer, start), closer) for closer in dialect.closers]
+        found = [item for item in found if item[0] >= 0]
+        if not found:
+            self._need(False)
+            return -1, ""
+        return min(found)
+
+    # outside any block --------------------------------------------------------------------
+
+    def _in_text(self) -> None:
+        text, position = self._text, self._position
+        match = _MARKERS.search(text, position)
+        if match is None:
+            self._emit_up_to(self._safe_end(position))
+            return
+        start = match.start()
+        if not self._final and len(text) - start < _LONGEST_MARKER:
+            self._emit_up_to(start)
+            raise _NeedMore
+        if start > position:
+            self._emit_up_to(start)
+            return
+        matched = match.group()
+        first = matched[0]
+        if first == "`":
+            self._backtick_run(match)
+        elif first == "~":
+            self._tilde_run(match)
+        else:
+            self._marker(match)
+
+    def _safe_end(self, position: int) -> int:
+        """Where text with no marker may be emitted up to: all of it, or (live) up to a
+        candidate character near the end that may still grow into a marker."""
+        text = self._text
+        if self._final:
+            return len(text)
+        tail_start = max(position, len(text) - _LONGEST_MARKER)
+        candidate = _CANDIDATE.search(text, tail_start)
+        end = candidate.start() if candidate is not None else len(text)
+        angle = text.rfind("<", position, end)
+        if angle >= 0 and _UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
+            end = angle
+        if end == position:
+            raise _NeedMore
+        return end
+
+    def _emit_up_to(self, end: int) -> None:
+        """Text up to `end` stays as it is; it is written out in one piece when something
+        else happens (`_flush_text`), so a run of code spans costs no writes of its own."""
+        self._position = max(self._position, end)
+
+    def _flush_text(self) -> None:
+        if self._position > self._text_from:
+            self._emit_text(self._text[self._text_from : self._position], self._position)
+        self._text_from = self._position
+
+    def _skip_to(self, end: int) -> None:
+        """Consume a marker that is not text: nothing of it is written."""
+        self._position = end
+        self._text_from = end
+
+    def _marker(self, match: re.Match[str]) -> None:
+        matched = match.group()
+        marker = _ROLES.get(matched) or _ROLES.get(matched.lower())
+        if marker is None:
+            marker = self._unlisted_marker(matched)
+        if marker is None:
+            self._literal(match.end())
+            return
+        role, dialect = marker
+        if role == "open" and dialect is not None:
+            self._opener(match, dialect)
+        elif role == "close" and dialect is not None:
+            self._closer(match, dialect)
+        elif role == "wrapper" and dialect is not None:
+            self._wrapper(match, dialect)
+        elif role == "trailing_wrapper" and dialect is not None:
+            self._trailing_wrapper(match, dialect)
+        else:  # a tool-call marker or harmony's `<|end|>` outside a block: text
+            self._literal(match.end())
+
+    def _unlisted_marker(self, matched: str) -> _Marker | None:
+        """`<think …>` with attributes, or a wrapper followed by its suffix."""
+        if matched.startswith("<"):
+            if matched.endswith("/>"):  # `<think/>` opens nothing
+                return None
+            return _Marker("open", _ATTRIBUTE_OPENER)
+        for wrapper, dialect in _SUFFIXED_WRAPPERS.items():
+            if matched.startswith(wrapper):
+                return _Marker("wrapper", dialect)
+        return None
+
+    def _literal(self, end: int) -> None:
+        self._position = end
+
+    def _opener(self, match: re.Match[str], dialect: Dialect) -> None:
+        self._flush_text()
+        counts = not self._seen_text or self._found_block
+        if not counts and dialect.kind == "token":
+            # A token opener mid-text opens a block only when its closer follows.
+            counts = self._closer_follows(dialect, match.end())
+        if not counts:
+            self._resolve_as_content()
+            self._literal(match.end())
+            return
+        end = match.end()
+        if dialect is _GEMMA:
+            end = self._after_gemma_label(end)
+        self._resolve_as_content()
+        self._mode = "block"
+        self._block = dialect
+        self._block_start = self._base + match.start()
+        self.thinking.start_block()
+        self._skip_to(end)
+
+    def _closer_follows(self, dialect: Dialect, start: int) -> bool:
+        if _CLOSER[dialect.name].search(self._text, start) is not None:
+            return True
+        self._need(False)
+        return False
+
+    def _after_gemma_label(self, end: int) -> int:
+        """Gemma 4's channel opener may carry the label `thought` and its line break."""
+        text = self._text
+        if text.startswith(_GEMMA_EMPTY_LABEL, end):
+            return end + len(_THOUGHT_LABEL)
+        if text.startswith(_THOUGHT_LABEL, end):
+            after = end + len(_THOUGHT_LABEL)
+            for line_break in _LINE_BREAKS:
+                if text.startswith(line_break, after):
+                    return after + len(line_break)
+        return end
+
+    def _closer(self, match: re.Match[str], dialect: Dialect) -> None:
+        self._flush_text()
+        if self._undecided:
+            raw = list(self._held_raw)
+            self._held_raw.clear()
+            self._held_ops.clear()
+            self._undecided = False
+            self._seen_text = False
+            self._orphan_block(dialect, raw, match)
+        elif self._found_block:  # a stray closer after a block: removed like one
+            self.content.cut(glue=True)
+            self._span(self._base + match.start(), self._base + match.end(), "stray_closer",
+                       dialect.name, reasoning=False)
+        else:
+            self._literal(match.end())
+            return
+        self._skip_to(match.end())
+
+    def _orphan_block(
+        self, dialect: Dialect, raw: list[tuple[str, int]], match: re.Match[str]
+    ) -> None:
+        self.thinking.start_block()
+        for text, source in raw:
+            self.thinking.write(text, source)
+        has_reasoning = self.thinking.end_block()
+        self.content.cut(glue=True)
+        self._block_dialects.add(dialect.name)
+        if has_reasoning:
+            self._found_block = True
+            self.detections.append(InlineDetection("orphan_close_tag", dialect.name))
+        self._span(self._held_start, self._base + match.end(), "orphan_closer", dialect.name,
+                   reasoning=has_reasoning)
+
+    def _wrapper(self, match: re.Match[str], dialect: Dialect) -> None:
+        if dialect.kind != "token" and dialect.name not in self._block_dialects:
+            self._literal(match.end())
+            return
+        self._cut_marker(match, dialect)
+
+    def _trailing_wrapper(self, match: re.Match[str], dialect: Dialect) -> None:
+        rest = _NON_SPACE.search(self._text, match.end())
+        if rest is not None:
+            self._literal(match.end())
+            return
+        self._need(False)
+        self._cut_marker(match, dialect)
+
+    def _cut_marker(self, match: re.Match[str], dialect: Dialect) -> None:
+        self._flush_text()
+        if self._undecided:
+            self._held_raw.append((match.group(), self._base + match.end()))
+            self._held_ops.append((None, self._base + match.end()))
+        else:
+            self.content.cut(glue=False)
+        self._span(self._base + match.start(), self._base + match.end(), "answer_wrapper",
+                   dialect.name, reasoning=False)
+        self._skip_to(match.end())
+
+    # code ---------------------------------------------------------------------------------
+
+    def _backtick_run(self, match: re.Match[str]) -> None:
+        text, start, end = self._text, match.start(), match.end()
+        self._need(end < len(text))  # the run may go on
+        length = end - start
+        if length >= 3 and self._at_line_start(start):
+            line_end = text.find("\n", end)
+            self._need(line_end >= 0)
+            rest_of_line = text[end : line_end if line_end >= 0 else len(text)]
+            if "`" not in rest_of_line:
+                self._open_fence("`", length, line_end)
+                return
+        partner = self._next_backtick_run(length, end)
+        if partner < 0:  # no partner: the run is literal text
+            self._literal(end)
+            return
+        self._literal(partner + length)
+
+    def _next_backtick_run(self, length: int, start: int) -> int:
+        """Where the next run of exactly `length` backticks starts, or -1 (final) when none."""
+        if self._final:
+            if self._backticks is None:
+                self._backticks = {}
+                for run in _BACKTICK_RUN.finditer(self._text, start):
+                    self._backticks.setdefault(run.end() - run.start(), []).append(run.start())
+            positions = self._backticks.get(length, [])
+            index = bisect.bisect_left(positions, start)
+            return positions[index] if index < len(positions) else -1
+        for run in _BACKTICK_RUN.finditer(self._text, start):
+            if run.end() == len(self._text):
+                break  # a run at the end may still grow
+            if run.end() - run.start() == length:
+                return run.start()
+        raise _NeedMore
+
+    def _tilde_run(self, match: re.Match[str]) -> None:
+        text, start, end = self._text, match.start(), match.end()
+        self._need(end < len(text))
+        if self._at_line_start(start):
+            line_end = text.find("\n", end)
+            self._need(line_end >= 0)
+            self._open_fence("~", end - start, line_end)
+            return
+        self._literal(end)
+
+    def _at_line_start(self, position: int) -> bool:
+        """Whether only up to three spaces stand between a line break and `position`."""
+        text, start = self._text, position
+        while start > 0 and position - start < 4 and text[start - 1] == " ":
+            start -= 1
+        indent = position - start
+        if indent > 3:
+            return False
+        if start == 0:
+            return self._line_indent is not None and self._line_indent + indent <= 3
+        return text[start - 1] == "\n"
+
+    def _open_fence(self, character: str, length: int, line_end: int) -> None:
+        end = line_end + 1 if line_end >= 0 else len(self._text)
+        self._literal(end)
+        self._mode = "fence"
+        self._fence_character, self._fence_length = character, length
+
+    def _in_fence(self) -> None:
+        text, position = self._text, self._position
+        for line in _FENCE_LINE.finditer(text, position):
+            run = line.group(1)
+            if run[0] != self._fence_character or len(run) < self._fence_length:
+                continue
+            if line.end() == len(text) and not self._final:
+                self._emit_up_to(line.start())
+                raise _NeedMore
+            self._literal(line.end())
+            self._mode = "text"
+            return
+        if self._final:
+            self._literal(len(text))
+            return
+        last_line = text.rfind("\n", position) + 1
+        self._emit_up_to(max(last_line, position))
+        raise _NeedMore
+
+    # inside a block -----------------------------------------------------------------------
+
+    def _in_block(self) -> None:
+        assert self._block is not None
+        text, position, dialect = self._text, self._position, self._block
+        match = _BLOCK_END[dialect.name].search(text, position)
+        if match is None:
+            if self._final:
+                self._think_up_to(len(text))
+                self._close_block("unclosed_open_tag", self._base + len(text))
+                return
+            self._think_up_to(max(position, len(text) - _LONGEST_MARKER))
+            raise _NeedMore
+        if match.lastgroup == "closer":
+            self._think_up_to(match.start())
+            self._position = match.end()
+            self._close_block("inline_tag", self._base + match.end())
+            return
+        # A tool-call marker: the block ends here only if it is never closed.
+        closer = _CLOSER[dialect.name].search(text, match.end())
+        if closer is not None:
+            self._think_up_to(closer.start())
+            return
+        self._think_up_to(match.start())
+        self._need(False)
+        self._close_block("unclosed_open_tag", self._base + match.start())
+
+    def _think_up_to(self, end: int) -> None:
+        if end > self._position:
+            self.thinking.write(self._text[self._position : end], self._base + end)
+            self._position = end
+
+    def _close_block(self, code: InlineCode, end: int) -> None:
+        assert self._block is not None
+        dialect = self._block
+        has_reasoning = self.thinking.end_block()
+        self.content.cut(glue=True)
+        self._block_dialects.add(dialect.name)
+        if has_reasoning:
+            self._found_block = True
+            self.detections.append(InlineDetection(code, dialect.name))
+        rule: SpanRule = "unclosed_opener" if code == "unclosed_open_tag" else "block"
+        self._span(self._block_start, end, rule, dialect.name, reasoning=has_reasoning)
+        self._mode = "text"
+        self._block = None
+        self._text_from = self._position
+
+    def _block_of(
+        self, dialect: Dialect, start: int, end: int, code: InlineCode, span_start: int,
+        span_end: int
+    ) -> None:
+        """A whole block whose extent is known (a phrase block)."""
+        self._block = dialect
+        self._block_start = self._base + span_start
+        self.thinking.start_block()
+        self.thinking.write(self._text[start:end], self._base + end)
+        self._close_block(code, self._base + span_end)
+
+    # output -------------------------------------------------------------------------------
+
+    def _emit_text(self, text: str, end: int) -> None:
+        if not text:
+            return
+        if not self._seen_text and not text.isspace():
+            self._seen_text = True
+        if self._undecided:
+            self._held_raw.append((text, self._base + end))
+            self._held_ops.append((text, self._base + end))
+        else:
+            self.content.write(text, self._base + end)
+
+    def _resolve_as_content(self) -> None:
+        """The first delimiter is no closer: what was held is content after all."""
+        if not self._undecided:
+            return
+        self._undecided = False
+        for text, source in self._held_ops:
+            if text is None:
+                self.content.cut(glue=False)
+            else:
+                self.content.write(text, source)
+        self._held_ops.clear()
+        self._held_raw.clear()
+
+    def _span(
+        self, start: int, end: int, rule: SpanRule, dialect: DialectName | None, *,
+        reasoning: bool
+    ) -> None:
+        self.spans.append(RemovedSpan(start, end, rule, dialect, reasoning))
+
+    def _finish(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        if self._mode == "block":
+            self._close_block("unclosed_open_tag", self._base)
+        self._resolve_as_content()
+        self.content.finish()
+
+
+_LONGEST_PHRASE: Final = max(len(opener) for dialect in _PHRASES for opener in dialect.openers)
+_UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(r"(?i:<think)(?:\s[^<>]*)?\Z")
+
+
+# --- the public calls ----------------------------------------------------------------------
+
+
+def extract(text: str, *, thought_label: bool = False) -> InlineExtraction:
+    """Split inline reasoning out of a whole visible text."""
+    if _CANDIDATE.search(text) is None and not _may_start_specially(text, thought_label):
+        return InlineExtraction(text, None, _suspected(text))
+    scanner = _Scanner(thought_label=thought_label)
+    scanner.run(text, final=True)
+    return _result(scanner)
+
+
+def _may_start_specially(text: str, thought_label: bool) -> bool:
+    """A phrase dialect or the thought label can only open the text."""
+    if thought_label and text.startswith(_THOUGHT_LABEL):
+        return True
+    first = _NON_SPACE.search(text)
+    return first is not None and any(
+        text.startswith(opener, first.start()) for dialect in _PHRASES for opener in dialect.openers
+    )
+
+
+def _suspected(content: str) -> tuple[InlineDetection, ...]:
+    opening = content.lstrip()
+    if opening.startswith(SUSPECTED_REASONING_OPENINGS):
+        return (InlineDetection("suspected_reasoning", None),)
+    return ()
+
+
+def _result(scanner: _Scanner) -> InlineExtraction:
+    content = "".join(scanner.content.output.pieces)
+    thinking = "".join(scanner.thinking.output.pieces)
+    return InlineExtraction(
+        content,
+        thinking or None,
+        tuple(scanner.detections) + _suspected(content),
+        tuple(scanner.spans),
+    )
+
+
+class IncrementalExtractor:
+    """Inline extraction over a live text that arrives in chunks.
+
+    `feed` returns the (content, thinking) text that is now certain; `flush` returns the rest.
+    The result equals `extract` of the joined text, wherever the chunks are cut. Text before
+    the first delimiter is held (a closer may still make it reasoning), as is text after a
+    decision that waits for more (a backtick run with no partner yet). While text waits, it is
+    re-scanned only after it has doubled, so the total work stays linear.
+    """
+
+    def __init__(self, *, thought_label: bool = False) -> None:
+        self._scanner = _Scanner(thought_label=thought_label)
+        self._waiting: list[str] = []
+        self._waiting_length = 0
+        self._rescan_at = 0
+        self._content_sent = 0
+        self._thinking_sent = 0
+
+    def feed(self, chunk: str) -> tuple[str, str]:
+        """Scan one more chunk; return the content and thinking deltas now certain."""
+        if chunk:
+            self._waiting.append(chunk)
+            self._waiting_length += len(chunk)
+        if self._waiting_length >= self._rescan_at:
+            self._scan(final=False)
+        return self._new_output()
+
+    def flush(self) -> tuple[str, str]:
+        """End of text: every waiting decision is taken."""
+        self._scan(final=True)
+        return self._new_output()
+
+    def result(self) -> InlineExtraction:
+        """The content, thinking and detections (complete after `flush`)."""
+        return _result(self._scanner)
+
+    def _scan(self, final: bool) -> None:
+        text = "".join(self._waiting)
+        consumed = self._scanner.run(text, final)
+        rest = text[consumed:]
+        self._waiting = [rest] if rest else []
+        self._waiting_length = len(rest)
+        self._rescan_at = 2 * len(rest) if len(rest) > _LONGEST_MARKER else 0
+
+    def _new_output(self) -> tuple[str, str]:
+        content_pieces = self._scanner.content.output.pieces
+        thinking_pieces = self._scanner.thinking.output.pieces
+        content = "".join(content_pieces[self._content_sent :])
+        thinking = "".join(thinking_pieces[self._thinking_sent :])
+        self._content_sent = len(content_pieces)
+        self._thinking_sent = len(thinking_pieces)
+        return content, thinking
+
+
+def extract_chunks(
+    chunks: Sequence[str], *, thought_label: bool = False
+) -> tuple[InlineExtraction, list[str], list[str]]:
+    """A recorded (complete) text in chunks: the whole extraction, and each chunk's share of
+    content and thinking, attributed to the chunk the text came from."""
+    text = "".join(chunks)
+    if _CANDIDATE.search(text) is None and not _may_start_specially(text, thought_label):
+        return InlineExtraction(text, None, _suspected(text)), list(chunks), [""] * len(chunks)
+    scanner = _Scanner(thought_label=thought_label)
+    scanner.run(text, final=True)
+    ends = list(_running_ends(chunks))
+    contents = _share(scanner.content.output, ends)
+    thinkings = _share(scanner.thinking.output, ends)
+    return _result(scanner), contents, thinkings
+
+
+def _running_ends(chunks: Iterable[str]) -> Iterable[int]:
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        yield total
+
+
+def _share(output: _Output, ends: list[int]) -> list[str]:
+    """Each chunk's share of the output: verbatim pieces split where the chunks were cut, an
+    inserted piece with the chunk its position falls in."""
+    shares: list[list[str]] = [[] for _ in ends]
+    if not ends:
+        return []
+    last = len(ends) - 1
+    for piece, start, inserted in zip(output.pieces, output.starts, output.inserted, strict=True):
+        index = min(bisect.bisect_right(ends, start), last)
+        if inserted:
+            shares[index].append(piece)
+            continue
+        offset = 0
+        while offset < len(piece):
+            take = len(piece) - offset if index == last else ends[index] - (start + offset)
+            if take > 0:
+                shares[index].append(piece[offset : offset + take])
+                offset += take
+            index += 1
+    return ["".join(share) for share in shares]

@@ -1,0 +1,234 @@
+"""Inline reasoning (docs/inline-reasoning.md): a table of the rules, and the peers' own tables.
+
+The peers' tables are other projects' parser tests (serving engines and client libraries),
+copied as data beside the checkout with our reading of each case; every case runs, whole and
+fed character by character, and the agreement with each peer is printed.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from thoughtline.normalize.inline_reasoning import (
+    IncrementalExtractor,
+    InlineDetection,
+    extract,
+    extract_chunks,
+)
+
+T, O, U = "inline_tag", "orphan_close_tag", "unclosed_open_tag"
+
+# (text, content, thinking, detections as "code:dialect"): one line per rule.
+RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
+    ("no delimiter at all", "no delimiter at all", None, ()),
+    ("  untouched text keeps its spaces  ", "  untouched text keeps its spaces  ", None, ()),
+    # tag openers count at the start, or after a non-empty block
+    ("<think>plan</think>answer", "answer", "plan", (f"{T}:think",)),
+    ("<THINK>plan</Think>answer", "answer", "plan", (f"{T}:think",)),
+    ('<think signature="abc">plan</think>answer', "answer", "plan", (f"{T}:think",)),
+    ("<think/>answer", "<think/>answer", None, ()),
+    ("<thinking>plan</thinking>answer", "answer", "plan", (f"{T}:thinking",)),
+    ("<thought>plan</thought>answer", "answer", "plan", (f"{T}:thought",)),
+    ("<seed:think>plan</seed:think>answer", "answer", "plan", (f"{T}:seed",)),
+    ("<mm:think>plan</mm:think>answer", "answer", "plan", (f"{T}:minimax",)),
+    ("Answer A. <think>not a block</think> B", "Answer A. <think>not a block</think> B", None, ()),
+    ("Use <think> and </think> tags.", "Use <think> and </think> tags.", None, ()),
+    ("<think>a</think>mid<think>b</think>end", "mid end", "a\nb", (f"{T}:think",) * 2),
+    ("<think>a</thinking>b</think>c", "c", "a</thinking>b", (f"{T}:think",)),
+    # token openers count anywhere outside code; unclosed mid-text they are text
+    ("Hi [THINK]plan[/THINK]there", "Hi there", "plan", (f"{T}:mistral",)),
+    ("Hi[THINK]plan[/THINK]there", "Hi there", "plan", (f"{T}:mistral",)),
+    ("Name [THINK] in prose, never closed", "Name [THINK] in prose, never closed", None, ()),
+    ("[THINK]cut at the limit", "", "cut at the limit", (f"{U}:mistral",)),
+    ("◁think▷plan◁/think▷answer", "answer", "plan", (f"{T}:kimi",)),
+    ("<|START_THINKING|>p<|END_THINKING|><|START_RESPONSE|>a<|END_RESPONSE|>", "a", "p",
+     (f"{T}:cohere",)),
+    ("<|START_TEXT|>direct<|END_TEXT|><|END_OF_TURN_TOKEN|>", "direct", None, ()),
+    ("<|channel|>analysis<|message|>p<|end|><|start|>assistant<|channel|>final<|message|>a"
+     "<|return|>", "a", "p", (f"{T}:harmony",)),
+    ("a <|return|> b", "a <|return|> b", None, ()),
+    ("tool result<|end|>", "tool result<|end|>", None, ()),
+    ("<|channel>thought\nplan<channel|>answer", "answer", "plan", (f"{T}:gemma",)),
+    ("<|channel>thought<channel|>answer", "answer", None, ()),
+    ("<|channel>thoughtful musing<channel|>answer", "answer", "thoughtful musing",
+     (f"{T}:gemma",)),
+    ("<|begin_of_thought|>p<|end_of_thought|><|begin_of_solution|>a<|end_of_solution|>", "a",
+     "p", (f"{T}:openthinker",)),
+    ("x <|inner_prefix|>p<|inner_suffix|> y", "x  y", "p", (f"{T}:apertus",)),
+    # phrases: at the very start, and only with their closer
+    ("analysisPlan it.assistantfinalDone.", "Done.", "Plan it.", (f"{T}:harmony_text",)),
+    ("analysis of the data shows a trend", "analysis of the data shows a trend", None, ()),
+    ("Here is my thought process: p Here is my response: a", "a", "p", (f"{T}:granite",)),
+    ("Here's my thought process: p", "Here's my thought process: p", None, ()),
+    ("Here are my reasoning steps: p [BEGIN FINAL RESPONSE] a [END FINAL RESPONSE] <|end|>",
+     "a", "p", (f"{T}:apriel",)),
+    ("p [BEGIN FINAL RESPONSE] a", "a", "p", (f"{O}:apriel",)),
+    # orphan closers: only as the first delimiter
+    ("reasoning</think>answer", "answer", "reasoning", (f"{O}:think",)),
+    ("</think>answer", "answer", None, ()),
+    ("plan<channel|>answer", "answer", "plan", (f"{O}:gemma",)),
+    ("<think>a</think>b</think>c", "b c", "a", (f"{T}:think",)),
+    ("<think></think>b</think>c", "b</think>c", None, ()),
+    # unclosed openers: the rest is reasoning, up to a tool-call marker
+    ("<think>cut off", "", "cut off", (f"{U}:think",)),
+    ('<think>plan<tool_call>{"name": "f"}</tool_call>', '<tool_call>{"name": "f"}</tool_call>',
+     "plan", (f"{U}:think",)),
+    ("<think>plan<tool_call>x</tool_call></think>answer", "answer", "plan<tool_call>x</tool_call>",
+     (f"{T}:think",)),
+    # answer wrappers: tag wrappers only after a block of their own dialect
+    ("<think>p</think><answer>a</answer>", "a", "p", (f"{T}:think",)),
+    ("<think>\n\n</think>\n<answer>\na\n</answer>", "a", None, ()),
+    ("<answer>a</answer>", "<answer>a</answer>", None, ()),
+    # code is text
+    ("`<think>` opens a block", "`<think>` opens a block", None, ()),
+    ("```\n</think>\n```\nafter", "```\n</think>\n```\nafter", None, ()),
+    ("~~~\n[THINK]x[/THINK]\n~~~", "~~~\n[THINK]x[/THINK]\n~~~", None, ()),
+    ("``a ` <|channel>b<channel|>``", "``a ` <|channel>b<channel|>``", None, ()),
+    ("` unmatched [THINK]x[/THINK] y", "` unmatched  y", "x", (f"{T}:mistral",)),
+    ("```py `x`\n[THINK]x[/THINK]", "```py `x`", "x", (f"{T}:mistral",)),
+    ("    ```\n[THINK]x[/THINK]", "```", "x", (f"{T}:mistral",)),
+    ("```\nnever closed [THINK]x[/THINK]", "```\nnever closed [THINK]x[/THINK]", None, ()),
+    # what is produced: glue, trimming, the LF join
+    ("a<think>x</think>b", "a<think>x</think>b", None, ()),
+    ("a [THINK]x[/THINK]b", "a b", "x", (f"{T}:mistral",)),
+    ("  \t<think> x </think>\n\n  answer\n  ", "answer", "x", (f"{T}:think",)),
+    ("<think> one </think>mid<think> two </think>", "mid", "one \n two", (f"{T}:think",) * 2),
+    ("<think>\n\n</think>answer", "answer", None, ()),
+    # suspected reasoning: detected, never moved
+    ("The user asks for a poem. Here it is.", "The user asks for a poem. Here it is.", None,
+     ("suspected_reasoning:None",)),
+]
+
+
+def _codes(found: tuple[InlineDetection, ...]) -> tuple[str, ...]:
+    return tuple(f"{detection.code}:{detection.dialect}" for detection in found)
+
+
+def _incrementally(chunks: list[str], thought_label: bool = False) -> tuple[str, str | None]:
+    extractor = IncrementalExtractor(thought_label=thought_label)
+    content, thinking = [], []
+    for chunk in chunks:
+        content_delta, thinking_delta = extractor.feed(chunk)
+        content.append(content_delta)
+        thinking.append(thinking_delta)
+    content_delta, thinking_delta = extractor.flush()
+    content.append(content_delta)
+    thinking.append(thinking_delta)
+    return "".join(content), "".join(thinking) or None
+
+
+@pytest.mark.parametrize(("text", "content", "thinking", "codes"), RULES, ids=[r[0] for r in RULES])
+def test_rule_table(text: str, content: str, thinking: str | None, codes: tuple[str, ...]) -> None:
+    result = extract(text)
+    assert (result.content, result.thinking, _codes(result.detections)) == (
+        content,
+        thinking,
+        codes,
+    )
+    assert _incrementally(list(text)) == (content, thinking)
+    whole, contents, thinkings = extract_chunks(list(text))
+    assert ("".join(contents), "".join(thinkings) or None) == (content, thinking)
+    assert whole == result
+
+
+def test_the_thought_label_needs_a_gemini_or_gemma_model() -> None:
+    text = "thought\nThe plan.<channel|>Answer"
+    assert extract(text).content == "Answer"
+    labelled = extract("thought\nAnswer", thought_label=True)
+    assert (labelled.content, labelled.thinking) == ("Answer", None)
+    assert _codes(labelled.detections) == ("thought_label:thought",)
+    assert extract("thought\nAnswer").content == "thought\nAnswer"
+    assert extract(" thought\nAnswer", thought_label=True).content == " thought\nAnswer"
+    assert _incrementally(list("thought\r\nAnswer"), thought_label=True) == ("Answer", None)
+
+
+def test_spans_say_what_was_removed_and_why() -> None:
+    text = "plan</think>Answer <|END_OF_TURN_TOKEN|>"
+    spans = extract(text).spans
+    assert [(text[s.start : s.end], s.rule, s.dialect, s.reasoning) for s in spans] == [
+        ("plan</think>", "orphan_closer", "think", True),
+        ("<|END_OF_TURN_TOKEN|>", "answer_wrapper", "cohere", False),
+    ]
+
+
+# --- the peers' tables ---------------------------------------------------------------------
+
+PEERS = Path(__file__).resolve().parents[3] / "shared" / "peers"
+
+
+def _table(folder: str) -> list[dict[str, Any]]:
+    cases = []
+    for table in sorted((PEERS / folder).glob("*.jsonl")):
+        cases.extend(json.loads(line) for line in table.read_text().splitlines() if line)
+    return cases
+
+
+DIALECT_CASES = _table("reasoning-dialects")
+TAG_CASES = [case for case in _table("think-tags") if "native_reasoning_content" not in case]
+
+
+def _text(case: dict[str, Any]) -> str:
+    return case["input"] if case["input"] is not None else "".join(case["chunks"])
+
+
+def _case_id(case: dict[str, Any]) -> str:
+    return f"{case['peer']}:{case['source'][-70:]}"
+
+
+@pytest.mark.needs_shared
+@pytest.mark.parametrize("case", DIALECT_CASES, ids=[_case_id(c) for c in DIALECT_CASES])
+def test_reasoning_dialect_peer_case(case: dict[str, Any]) -> None:
+    text = _text(case)
+    result = extract(text)
+    assert result.content == case["ours_content"]
+    assert result.thinking == case["ours_thinking"]
+    assert list(_codes(result.detections)) == case["ours_codes"]
+    assert _incrementally(list(text)) == (result.content, result.thinking)
+    if case["chunks"]:
+        assert _incrementally(case["chunks"]) == (result.content, result.thinking)
+
+
+@pytest.mark.needs_shared
+@pytest.mark.parametrize("case", TAG_CASES, ids=[_case_id(c) for c in TAG_CASES])
+def test_think_tag_peer_case(case: dict[str, Any]) -> None:
+    text = _text(case)
+    result = extract(text)
+    assert (result.content, result.thinking) == (case["ours_content"], case["ours_reasoning"])
+    assert _incrementally(list(text)) == (result.content, result.thinking)
+
+
+def _agrees_with_peer(case: dict[str, Any], reasoning_key: str) -> bool:
+    result = extract(_text(case))
+    content_ok = case.get("peer_content_asserted", True) is False or (
+        (result.content or None) == (case["peer_content"] or None)
+    )
+    reasoning_ok = case.get("peer_reasoning_asserted", True) is False or (
+        (result.thinking or None) == (case[reasoning_key] or None)
+    )
+    return content_ok and reasoning_ok
+
+
+@pytest.mark.needs_shared
+def test_print_agreement_per_peer(capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a pass/fail check of the peers: how often their own expectations match ours."""
+    lines = []
+    for name, cases, key in (
+        ("reasoning dialects", DIALECT_CASES, "peer_reasoning"),
+        ("think tags", TAG_CASES, "peer_reasoning"),
+    ):
+        totals: collections.Counter[str] = collections.Counter()
+        agree: collections.Counter[str] = collections.Counter()
+        for case in cases:
+            totals[case["peer"]] += 1
+            agree[case["peer"]] += _agrees_with_peer(case, key)
+        for peer in sorted(totals):
+            lines.append(f"{name}: {peer}: {agree[peer]}/{totals[peer]} agree")
+        # the tables' own `agrees` column is our reading; it must match what the code does
+        assert sum(agree.values()) >= sum(1 for case in cases if case.get("agrees")) * 0.9
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
