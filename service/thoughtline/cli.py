@@ -1,6 +1,7 @@
 """The `thoughtline` command line (DESIGN §7).
 
     thoughtline normalize [--format F] [FILE...]   offline, one record per file
+    thoughtline normalize --explain FILE...         what inline extraction took out, and why
     thoughtline schema [--write DIR]               the JSON Schemas of entry and record
     thoughtline serve | publish | tail | demo       the service (see thoughtline.service_cli)
 
@@ -88,8 +89,15 @@ def _add_normalize(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         default=DEFAULT_MAX_PAYLOAD_BYTES,
         help="refuse larger payloads (default: 32 MiB)",
     )
-    command.add_argument(
+    mode = command.add_mutually_exclusive_group()
+    mode.add_argument(
         "--deltas", action="store_true", help="for recorded streams, print one delta per chunk"
+    )
+    mode.add_argument(
+        "--explain",
+        action="store_true",
+        help="instead of the record, show which spans of the visible text were taken out as "
+        "reasoning or markers, by which rule and dialect",
     )
     command.set_defaults(command=run_normalize)
 
@@ -128,6 +136,13 @@ def run_normalize(arguments: argparse.Namespace) -> int:
 
 
 def _normalize_one(payload: bytes, name: str, arguments: argparse.Namespace) -> bytes:
+    if arguments.explain:
+        from thoughtline import explain
+
+        explanation = explain.explain(
+            payload, arguments.format, max_payload_bytes=arguments.max_payload_bytes
+        )
+        return explain.report(name, explanation).encode()
     if arguments.deltas:
         from thoughtline import streams
 

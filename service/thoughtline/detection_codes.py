@@ -83,30 +83,8 @@ THOUGHT_DIALECT_CODES: Final = frozenset({"thought_label", "thought_in_content"}
 
 
 def markdown_table() -> str:
-    """The README's table of detection codes (kept in sync by a test)."""
+    """The README's table of detection codes (`thoughtline.readme_tables` puts it there)."""
     rows = ["| kind | code | meaning |", "| --- | --- | --- |"]
     for kind, codes in (("leaked_thought", LEAKED_THOUGHT), ("malformed_part", MALFORMED_PART)):
         rows.extend(f"| `{kind}` | `{code}` | {meaning} |" for code, meaning in codes.items())
     return "\n".join(rows)
-
-
-README_START = (
-    "<!-- detection-codes: generated from service/thoughtline/detection_codes.py; "
-    "a test checks it -->"
-)
-README_END = "<!-- /detection-codes -->"
-
-
-def rewrite_readme(text: str) -> str:
-    """`text` with the block between the README markers replaced by `markdown_table()`."""
-    head, _, rest = text.partition(README_START)
-    _, _, tail = rest.partition(README_END)
-    return f"{head}{README_START}\n{markdown_table()}\n{README_END}{tail}"
-
-
-if __name__ == "__main__":  # python -m thoughtline.detection_codes README.md
-    import sys
-    from pathlib import Path
-
-    readme = Path(sys.argv[1])
-    readme.write_text(rewrite_readme(readme.read_text()))

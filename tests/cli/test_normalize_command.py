@@ -58,8 +58,12 @@ def test_stdin_is_read_when_no_file_is_given() -> None:
 
 @pytest.mark.parametrize(
     ("stdin", "reason"),
-    [(b"", "empty"), (b"{oops", "not_json"), (b'{"x":1}', "unknown_format"),
-     (b'{"a":' + b"[" * 200_000, "too_deep")],
+    [
+        (b"", "empty"),
+        (b"{oops", "not_json"),
+        (b'{"x":1}', "unknown_format"),
+        (b'{"a":' + b"[" * 200_000, "too_deep"),
+    ],
     ids=["empty", "not-json", "unknown-shape", "hostile-nesting"],
 )
 def test_bad_input_is_one_line_on_stderr_and_status_1(stdin: bytes, reason: str) -> None:
@@ -101,3 +105,42 @@ def test_a_missing_file_is_a_one_line_error() -> None:
     result = run("normalize", "/no/such/file.json")
     assert result.returncode == 1
     assert len(result.stderr.decode().splitlines()) == 1
+
+
+def test_explain_names_each_span_its_rule_and_dialect(tmp_path: Path) -> None:
+    content = "Plan it.</think>Answer: use `<think>` tags.<|END_OF_TURN_TOKEN|>"
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "qwen3",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    payload = tmp_path / "leak.json"
+    payload.write_text(json.dumps(body))
+    result = run("normalize", "--explain", str(payload))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert lines[0] == "leak.json: openai_chat, model qwen3" or lines[0].endswith(
+        "leak.json: openai_chat, model qwen3"
+    )
+    assert "visible text at choices[0].message.content: 64 characters" in lines[1]
+    assert lines[2].split()[:5] == ["[0,", "16)", "orphan_closer", "think", "->"]
+    assert lines[3].split()[:5] == ["[43,", "64)", "answer_wrapper", "cohere", "removed"]
+    assert "`<think>`" not in " ".join(lines[2:4])  # the code span stayed content
+    assert lines[4] == (
+        "  detections: leaked_thought:orphan_close_tag (think) at choices[0].message.content"
+    )
+
+
+def test_explain_says_when_nothing_was_taken_out() -> None:
+    result = run(
+        "normalize", "--explain", str(GOLDEN_GEMINI / "mid-text-tag-opener-is-text.raw.json")
+    )
+    assert result.returncode == 0, result.stderr
+    assert "nothing taken out" in result.stdout.decode()

@@ -21,7 +21,7 @@ from thoughtline.normalize.inline_reasoning import (
     extract_chunks,
 )
 
-T, O, U = "inline_tag", "orphan_close_tag", "unclosed_open_tag"
+T, ORPHAN, U = "inline_tag", "orphan_close_tag", "unclosed_open_tag"
 
 # (text, content, thinking, detections as "code:dialect"): one line per rule.
 RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
@@ -46,40 +46,64 @@ RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
     ("Name [THINK] in prose, never closed", "Name [THINK] in prose, never closed", None, ()),
     ("[THINK]cut at the limit", "", "cut at the limit", (f"{U}:mistral",)),
     ("◁think▷plan◁/think▷answer", "answer", "plan", (f"{T}:kimi",)),
-    ("<|START_THINKING|>p<|END_THINKING|><|START_RESPONSE|>a<|END_RESPONSE|>", "a", "p",
-     (f"{T}:cohere",)),
+    (
+        "<|START_THINKING|>p<|END_THINKING|><|START_RESPONSE|>a<|END_RESPONSE|>",
+        "a",
+        "p",
+        (f"{T}:cohere",),
+    ),
     ("<|START_TEXT|>direct<|END_TEXT|><|END_OF_TURN_TOKEN|>", "direct", None, ()),
-    ("<|channel|>analysis<|message|>p<|end|><|start|>assistant<|channel|>final<|message|>a"
-     "<|return|>", "a", "p", (f"{T}:harmony",)),
+    (
+        "<|channel|>analysis<|message|>p<|end|><|start|>assistant<|channel|>final<|message|>a"
+        "<|return|>",
+        "a",
+        "p",
+        (f"{T}:harmony",),
+    ),
     ("a <|return|> b", "a <|return|> b", None, ()),
     ("tool result<|end|>", "tool result<|end|>", None, ()),
     ("<|channel>thought\nplan<channel|>answer", "answer", "plan", (f"{T}:gemma",)),
     ("<|channel>thought<channel|>answer", "answer", None, ()),
-    ("<|channel>thoughtful musing<channel|>answer", "answer", "thoughtful musing",
-     (f"{T}:gemma",)),
-    ("<|begin_of_thought|>p<|end_of_thought|><|begin_of_solution|>a<|end_of_solution|>", "a",
-     "p", (f"{T}:openthinker",)),
+    ("<|channel>thoughtful musing<channel|>answer", "answer", "thoughtful musing", (f"{T}:gemma",)),
+    (
+        "<|begin_of_thought|>p<|end_of_thought|><|begin_of_solution|>a<|end_of_solution|>",
+        "a",
+        "p",
+        (f"{T}:openthinker",),
+    ),
     ("x <|inner_prefix|>p<|inner_suffix|> y", "x  y", "p", (f"{T}:apertus",)),
     # phrases: at the very start, and only with their closer
     ("analysisPlan it.assistantfinalDone.", "Done.", "Plan it.", (f"{T}:harmony_text",)),
     ("analysis of the data shows a trend", "analysis of the data shows a trend", None, ()),
     ("Here is my thought process: p Here is my response: a", "a", "p", (f"{T}:granite",)),
     ("Here's my thought process: p", "Here's my thought process: p", None, ()),
-    ("Here are my reasoning steps: p [BEGIN FINAL RESPONSE] a [END FINAL RESPONSE] <|end|>",
-     "a", "p", (f"{T}:apriel",)),
-    ("p [BEGIN FINAL RESPONSE] a", "a", "p", (f"{O}:apriel",)),
+    (
+        "Here are my reasoning steps: p [BEGIN FINAL RESPONSE] a [END FINAL RESPONSE] <|end|>",
+        "a",
+        "p",
+        (f"{T}:apriel",),
+    ),
+    ("p [BEGIN FINAL RESPONSE] a", "a", "p", (f"{ORPHAN}:apriel",)),
     # orphan closers: only as the first delimiter
-    ("reasoning</think>answer", "answer", "reasoning", (f"{O}:think",)),
+    ("reasoning</think>answer", "answer", "reasoning", (f"{ORPHAN}:think",)),
     ("</think>answer", "answer", None, ()),
-    ("plan<channel|>answer", "answer", "plan", (f"{O}:gemma",)),
+    ("plan<channel|>answer", "answer", "plan", (f"{ORPHAN}:gemma",)),
     ("<think>a</think>b</think>c", "b c", "a", (f"{T}:think",)),
     ("<think></think>b</think>c", "b</think>c", None, ()),
     # unclosed openers: the rest is reasoning, up to a tool-call marker
     ("<think>cut off", "", "cut off", (f"{U}:think",)),
-    ('<think>plan<tool_call>{"name": "f"}</tool_call>', '<tool_call>{"name": "f"}</tool_call>',
-     "plan", (f"{U}:think",)),
-    ("<think>plan<tool_call>x</tool_call></think>answer", "answer", "plan<tool_call>x</tool_call>",
-     (f"{T}:think",)),
+    (
+        '<think>plan<tool_call>{"name": "f"}</tool_call>',
+        '<tool_call>{"name": "f"}</tool_call>',
+        "plan",
+        (f"{U}:think",),
+    ),
+    (
+        "<think>plan<tool_call>x</tool_call></think>answer",
+        "answer",
+        "plan<tool_call>x</tool_call>",
+        (f"{T}:think",),
+    ),
     # answer wrappers: tag wrappers only after a block of their own dialect
     ("<think>p</think><answer>a</answer>", "a", "p", (f"{T}:think",)),
     ("<think>\n\n</think>\n<answer>\na\n</answer>", "a", None, ()),
@@ -100,8 +124,12 @@ RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
     ("<think> one </think>mid<think> two </think>", "mid", "one \n two", (f"{T}:think",) * 2),
     ("<think>\n\n</think>answer", "answer", None, ()),
     # suspected reasoning: detected, never moved
-    ("The user asks for a poem. Here it is.", "The user asks for a poem. Here it is.", None,
-     ("suspected_reasoning:None",)),
+    (
+        "The user asks for a poem. Here it is.",
+        "The user asks for a poem. Here it is.",
+        None,
+        ("suspected_reasoning:None",),
+    ),
 ]
 
 

@@ -9,7 +9,10 @@ calls, and the cross-field detections.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
 
@@ -137,6 +140,29 @@ def join_blocks(blocks: list[str]) -> str | None:
     return "\n".join(present) if present else None
 
 
+class VisibleTextReading(NamedTuple):
+    """One visible text as inline extraction read it (what `thoughtline normalize --explain`
+    shows)."""
+
+    path: str
+    text: str
+    extraction: inline_reasoning.InlineExtraction
+
+
+_EXPLAINED: ContextVar[list[VisibleTextReading] | None] = ContextVar("explained", default=None)
+
+
+@contextmanager
+def explaining() -> Iterator[list[VisibleTextReading]]:
+    """Within the block, every record built also leaves its visible-text reading in the list."""
+    readings: list[VisibleTextReading] = []
+    token = _EXPLAINED.set(readings)
+    try:
+        yield readings
+    finally:
+        _EXPLAINED.reset(token)
+
+
 def build_record(
     turn: Turn,
     *,
@@ -153,6 +179,9 @@ def build_record(
     detections.extend(
         leaked(found.code, turn.visible_path, found.dialect) for found in inline.detections
     )
+    readings = _EXPLAINED.get()
+    if readings is not None:
+        readings.append(VisibleTextReading(turn.visible_path, turn.visible_text, inline))
     native = turn.native_thinking or None
     if native is not None and inline.thinking is not None:
         thinking: str | None = native + "\n" + inline.thinking

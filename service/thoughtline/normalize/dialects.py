@@ -21,6 +21,7 @@ from thoughtline.record import DialectName
 
 DialectKind = Literal["tag", "token", "phrase"]
 
+
 class Dialect(NamedTuple):
     """One way models write reasoning into visible text."""
 
@@ -38,6 +39,8 @@ class Dialect(NamedTuple):
     """Whether a closer may stand alone: as an orphan (the text before it was reasoning), or as
     a stray closer removed after a block. Phrase closers never, harmony's `<|end|>` never."""
     produced_by: str = ""
+    note: str = ""
+    """What the scanner does beyond the columns (shown in the README's table)."""
 
 
 DIALECTS: Final[tuple[Dialect, ...]] = (
@@ -67,7 +70,11 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
     Dialect("minimax", "tag", ("<mm:think>",), ("</mm:think>",), produced_by="MiniMax-M3"),
     Dialect("kimi", "token", ("◁think▷",), ("◁/think▷",), produced_by="Kimi"),
     Dialect(
-        "mistral", "token", ("[THINK]",), ("[/THINK]",), produced_by="Magistral, Ministral reasoning"
+        "mistral",
+        "token",
+        ("[THINK]",),
+        ("[/THINK]",),
+        produced_by="Magistral, Ministral reasoning",
     ),
     Dialect(
         "cohere",
@@ -90,8 +97,16 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         trailing_wrappers=("<|return|>",),
         standalone_closer=False,
         produced_by="gpt-oss",
+        note="`<|end|>` closes only a harmony block; elsewhere it is text",
     ),
-    Dialect("gemma", "token", ("<|channel>",), ("<channel|>",), produced_by="Gemma 4"),
+    Dialect(
+        "gemma",
+        "token",
+        ("<|channel>",),
+        ("<channel|>",),
+        produced_by="Gemma 4",
+        note="the opener may carry the label `thought` and its line break, which go with it",
+    ),
     Dialect(
         "openthinker",
         "token",
@@ -100,7 +115,9 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         wrappers=("<|begin_of_solution|>", "<|end_of_solution|>"),
         produced_by="OpenThinker",
     ),
-    Dialect("apertus", "token", ("<|inner_prefix|>",), ("<|inner_suffix|>",), produced_by="Apertus"),
+    Dialect(
+        "apertus", "token", ("<|inner_prefix|>",), ("<|inner_suffix|>",), produced_by="Apertus"
+    ),
     Dialect(
         "harmony_text",
         "phrase",
@@ -125,6 +142,8 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         wrappers=("[END FINAL RESPONSE]",),
         wrapper_suffix="<|end|>",
         produced_by="Apriel",
+        note="the closer may stand alone (the opener is in the prompt); the wrapper takes a "
+        "`<|end|>` right after it",
     ),
 )
 """Every dialect; a new one is one row here (and its markers are found by the scanner)."""
@@ -134,7 +153,7 @@ TOOL_CALL_MARKERS: Final[tuple[str, ...]] = (
     "<tool_calls>",
     "<|tool_calls_section_begin|>",
     "<|tool_call_begin|>",
-    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁calls▁begin｜>",  # noqa: RUF001 (DeepSeek writes full-width bars)
     "<minimax:tool_call>",
     "<seed:tool_call>",
     "[TOOL_CALLS]",
@@ -164,8 +183,8 @@ DIALECT_NAMES: Final[tuple[DialectName, ...]] = tuple(dialect.name for dialect i
 def markdown_table() -> str:
     """The README's dialect table, generated from `DIALECTS`."""
     rows = [
-        "| dialect | kind | opens | closes | answer wrappers | produced by |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| dialect | kind | opens | closes | answer wrappers | produced by | note |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for dialect in DIALECTS:
         wrappers = dialect.wrappers + tuple(
@@ -173,7 +192,8 @@ def markdown_table() -> str:
         )
         rows.append(
             f"| `{dialect.name}` | {dialect.kind} | {_cell(dialect.openers)} | "
-            f"{_cell(dialect.closers)} | {_cell(wrappers)} | {dialect.produced_by} |"
+            f"{_cell(dialect.closers)} | {_cell(wrappers)} | {dialect.produced_by} | "
+            f"{dialect.note.replace('|', chr(92) + '|')} |"
         )
     return "\n".join(rows)
 

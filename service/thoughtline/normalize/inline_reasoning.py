@@ -182,16 +182,19 @@ def _marker_pattern(literals: Iterable[str]) -> re.Pattern[str]:
     return re.compile("|".join(alternatives))
 
 
-_ROLES_LITERALS: Final = tuple(
-    marker
-    for dialect in DIALECTS
-    for marker in (
-        *(dialect.openers if dialect.kind != "phrase" else ()),
-        *(dialect.closers if dialect.kind != "phrase" or dialect.standalone_closer else ()),
-        *dialect.wrappers,
-        *dialect.trailing_wrappers,
+_ROLES_LITERALS: Final = (
+    tuple(
+        marker
+        for dialect in DIALECTS
+        for marker in (
+            *(dialect.openers if dialect.kind != "phrase" else ()),
+            *(dialect.closers if dialect.kind != "phrase" or dialect.standalone_closer else ()),
+            *dialect.wrappers,
+            *dialect.trailing_wrappers,
+        )
     )
-) + TOOL_CALL_MARKERS
+    + TOOL_CALL_MARKERS
+)
 _MARKERS: Final = _marker_pattern(_ROLES_LITERALS)
 _CANDIDATE: Final = re.compile(
     "[" + re.escape("".join(sorted({marker[0] for marker in _ROLES_LITERALS} | {"`", "~"}))) + "]"
@@ -396,7 +399,7 @@ class _ThinkingSink:
 # --- the scanner ---------------------------------------------------------------------------
 
 
-class _NeedMore(Exception):
+class _NeedMoreTextError(Exception):
     """A decision at the current position needs text that has not arrived yet."""
 
 
@@ -427,7 +430,8 @@ class _Scanner:
         self._block_start = 0
         self._fence_character = ""
         self._fence_length = 0
-        self._line_indent: int | None = 0  # spaces since the last line break, None: not a line start
+        # spaces since the last line break; None: the line has other text before
+        self._line_indent: int | None = 0
         self._base = 0
         self._text = ""
         self._position = 0
@@ -454,7 +458,7 @@ class _Scanner:
                     self._in_fence()
                 else:
                     self._in_text()
-        except _NeedMore:
+        except _NeedMoreTextError:
             pass
         if self._mode != "block":
             self._flush_text()
@@ -476,7 +480,7 @@ class _Scanner:
 
     def _need(self, available: bool) -> None:
         if not available and not self._final:
-            raise _NeedMore
+            raise _NeedMoreTextError
 
     # the start of the text ----------------------------------------------------------------
 
@@ -493,8 +497,13 @@ class _Scanner:
                     end = after + len(line_break)
                     self.content.cut(glue=False)
                     self.detections.append(InlineDetection("thought_label", "thought"))
-                    self._span(self._base + position, self._base + end, "thought_label",
-                               "thought", reasoning=False)
+                    self._span(
+                        self._base + position,
+                        self._base + end,
+                        "thought_label",
+                        "thought",
+                        reasoning=False,
+                    )
                     self._skip_to(end)
                     self._held_start = self._base + end
             self._stage = "phrase"
@@ -513,8 +522,14 @@ class _Scanner:
                 self._emit_up_to(start)
                 self._flush_text()
                 self._resolve_as_content()
-                self._block_of(dialect, start + len(opener), closer_at, "inline_tag", start,
-                               closer_at + len(closer))
+                self._block_of(
+                    dialect,
+                    start + len(opener),
+                    closer_at,
+                    "inline_tag",
+                    start,
+                    closer_at + len(closer),
+                )
                 self._skip_to(closer_at + len(closer))
                 break
         self._stage = "scan"
@@ -538,7 +553,7 @@ class _Scanner:
         start = match.start()
         if not self._final and len(text) - start < _LONGEST_MARKER:
             self._emit_up_to(start)
-            raise _NeedMore
+            raise _NeedMoreTextError
         if start > position:
             self._emit_up_to(start)
             return
@@ -564,7 +579,7 @@ class _Scanner:
         if angle >= 0 and _UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
             end = angle
         if end == position:
-            raise _NeedMore
+            raise _NeedMoreTextError
         return end
 
     def _emit_up_to(self, end: int) -> None:
@@ -665,8 +680,13 @@ class _Scanner:
             self._orphan_block(dialect, raw, match)
         elif self._found_block:  # a stray closer after a block: removed like one
             self.content.cut(glue=True)
-            self._span(self._base + match.start(), self._base + match.end(), "stray_closer",
-                       dialect.name, reasoning=False)
+            self._span(
+                self._base + match.start(),
+                self._base + match.end(),
+                "stray_closer",
+                dialect.name,
+                reasoning=False,
+            )
         else:
             self._literal(match.end())
             return
@@ -684,8 +704,13 @@ class _Scanner:
         if has_reasoning:
             self._found_block = True
             self.detections.append(InlineDetection("orphan_close_tag", dialect.name))
-        self._span(self._held_start, self._base + match.end(), "orphan_closer", dialect.name,
-                   reasoning=has_reasoning)
+        self._span(
+            self._held_start,
+            self._base + match.end(),
+            "orphan_closer",
+            dialect.name,
+            reasoning=has_reasoning,
+        )
 
     def _wrapper(self, match: re.Match[str], dialect: Dialect) -> None:
         if dialect.kind != "token" and dialect.name not in self._block_dialects:
@@ -708,8 +733,13 @@ class _Scanner:
             self._held_ops.append((None, self._base + match.end()))
         else:
             self.content.cut(glue=False)
-        self._span(self._base + match.start(), self._base + match.end(), "answer_wrapper",
-                   dialect.name, reasoning=False)
+        self._span(
+            self._base + match.start(),
+            self._base + match.end(),
+            "answer_wrapper",
+            dialect.name,
+            reasoning=False,
+        )
         self._skip_to(match.end())
 
     # code ---------------------------------------------------------------------------------
@@ -746,7 +776,7 @@ class _Scanner:
                 break  # a run at the end may still grow
             if run.end() - run.start() == length:
                 return run.start()
-        raise _NeedMore
+        raise _NeedMoreTextError
 
     def _tilde_run(self, match: re.Match[str]) -> None:
         text, start, end = self._text, match.start(), match.end()
@@ -784,7 +814,7 @@ class _Scanner:
                 continue
             if line.end() == len(text) and not self._final:
                 self._emit_up_to(line.start())
-                raise _NeedMore
+                raise _NeedMoreTextError
             self._literal(line.end())
             self._mode = "text"
             return
@@ -793,7 +823,7 @@ class _Scanner:
             return
         last_line = text.rfind("\n", position) + 1
         self._emit_up_to(max(last_line, position))
-        raise _NeedMore
+        raise _NeedMoreTextError
 
     # inside a block -----------------------------------------------------------------------
 
@@ -807,7 +837,7 @@ class _Scanner:
                 self._close_block("unclosed_open_tag", self._base + len(text))
                 return
             self._think_up_to(max(position, len(text) - _LONGEST_MARKER))
-            raise _NeedMore
+            raise _NeedMoreTextError
         if match.lastgroup == "closer":
             self._think_up_to(match.start())
             self._position = match.end()
@@ -843,8 +873,13 @@ class _Scanner:
         self._text_from = self._position
 
     def _block_of(
-        self, dialect: Dialect, start: int, end: int, code: InlineCode, span_start: int,
-        span_end: int
+        self,
+        dialect: Dialect,
+        start: int,
+        end: int,
+        code: InlineCode,
+        span_start: int,
+        span_end: int,
     ) -> None:
         """A whole block whose extent is known (a phrase block)."""
         self._block = dialect
@@ -880,8 +915,7 @@ class _Scanner:
         self._held_raw.clear()
 
     def _span(
-        self, start: int, end: int, rule: SpanRule, dialect: DialectName | None, *,
-        reasoning: bool
+        self, start: int, end: int, rule: SpanRule, dialect: DialectName | None, *, reasoning: bool
     ) -> None:
         self.spans.append(RemovedSpan(start, end, rule, dialect, reasoning))
 

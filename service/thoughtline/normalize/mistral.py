@@ -67,6 +67,7 @@ def has_mistral_chunks(data: bytes) -> bool:
         isinstance(chunk.type, str) and chunk.type in MISTRAL_ONLY_CHUNKS for chunk in chunks
     )
 
+
 _CHUNKS_WITHOUT_TEXT: Final = frozenset(
     {"reference", "image_url", "document_url", "file", "audio", "input_audio"}
 )
