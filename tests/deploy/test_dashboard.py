@@ -112,6 +112,10 @@ def test_module_level_metrics_are_found_too(monkeypatch: pytest.MonkeyPatch) -> 
         ),
         ("sum by (format, code) (rate(thoughtline_leaked_thought_total", "leaked by format, code"),
         (
+            "sum by (dialect, code) (rate(thoughtline_leaked_thought_total",
+            "leaks by dialect",
+        ),
+        (
             "sum by (format, code) (rate(thoughtline_malformed_parts_total",
             "malformed by format, code",
         ),
