@@ -15,6 +15,13 @@ non-streamed corpus bodies (`../shared/corpus`):
 3. With the `bench` extra (litellm): the same bodies through LiteLLM's per-provider
    `transform_response` (see bench/litellm_baseline.py), and our ratio to it per format and
    over the whole corpus. Goal: >= 20x. Skipped, with a message, when litellm is absent.
+4. Inline reasoning: the corpus bodies whose visible text holds inline tags (real responses
+   of OpenAI-compatible servers), each against its same-size plain-text twin (the tags'
+   brackets swapped for parentheses, so nothing is extracted). Goal: >= 0.8x. Then synthetic
+   Chat bodies of 4 KB, one per dialect kind (`<think>`, `[THINK]`, harmony, Gemma, an orphan
+   closer), the same way. And a 100 KB answer full of fenced code: extraction costs one pass
+   (its time in units of one regex scan for the candidate characters, at 100 KB and at 1 MB:
+   the same figure at both sizes means linear).
 """
 
 from __future__ import annotations
@@ -208,6 +215,144 @@ def against_litellm(repeat: int, seconds: float) -> float | None:
     return ratio
 
 
+_ANSWER_LINE = "The median of the list is the middle value once the list is sorted. "
+
+
+def _chat_body(content: str) -> bytes:
+    message = {"role": "assistant", "content": content}
+    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+    body = {"id": "b", "object": "chat.completion", "model": "m", "choices": [choice]}
+    return msgspec.json.encode(body)
+
+
+def _same_size_plain(tagged: str) -> str:
+    text = _ANSWER_LINE * (len(tagged) // len(_ANSWER_LINE) + 1)
+    return text[: len(tagged)]
+
+
+INLINE_BLOCKS: dict[str, str] = {
+    "think": "<think>{reasoning}</think>\n\n{answer}",
+    "mistral": "[THINK]{reasoning}[/THINK]{answer}",
+    "harmony": "<|channel|>analysis<|message|>{reasoning}<|end|>"
+    "<|start|>assistant<|channel|>final<|message|>{answer}<|return|>",
+    "gemma": "<|channel>thought\n{reasoning}<channel|>{answer}",
+    "orphan closer": "{reasoning}</think>\n\n{answer}",
+}
+"""One answer per dialect kind: 1.5 KB of reasoning, then 2.5 KB of answer."""
+
+
+def _untagged(body: bytes) -> bytes:
+    """The same body, the same size, with no delimiter left: `<think>` becomes `(think)`."""
+    return body.replace(b"<think>", b"(think)").replace(b"</think>", b"(/think)")
+
+
+def corpus_inline_against_plain(repeat: int, seconds: float) -> float | None:
+    """Real bodies with inline tags against their same-size twins without them."""
+    bodies = [
+        body
+        for directory in CORPUS_DIRECTORIES["openai_chat"]
+        for body in corpus_bodies(directory)
+        if b"<think>" in body and b"</think>" in body
+    ]
+    if not bodies:
+        print("  no corpus body with inline tags")
+        return None
+
+    def work(payload: bytes) -> object:
+        return thoughtline.normalize(payload, "openai_chat")
+
+    rates = _paired_rates(
+        {"tagged": work, "plain": work},
+        {"tagged": bodies, "plain": [_untagged(body) for body in bodies]},
+        repeat,
+        seconds,
+    )
+    ratio = rates.ratio("tagged", "plain")
+    size = sum(map(len, bodies)) / len(bodies) / 1024
+    print(
+        f"inline tags, {len(bodies)} corpus bodies ({size:.1f} KiB each): tagged / same-size "
+        f"plain = {ratio:.2f}x (goal >= 0.8)"
+    )
+    return ratio
+
+
+def inline_against_plain(repeat: int, seconds: float) -> float:
+    reasoning = ("First sort the list, then take the middle element. " * 30)[:1500]
+    answer = (_ANSWER_LINE * 40)[:2500]
+    worst = float("inf")
+    print(f"  {'dialect':14s} {'tagged/s':>10s} {'plain/s':>10s} {'ratio':>6s}")
+    for name, template in INLINE_BLOCKS.items():
+        tagged = template.format(reasoning=reasoning, answer=answer)
+        contenders = {
+            "tagged": lambda payload: thoughtline.normalize(payload, "openai_chat"),
+            "plain": lambda payload: thoughtline.normalize(payload, "openai_chat"),
+        }
+        rates = _paired_rates(
+            contenders,
+            {"tagged": [_chat_body(tagged)], "plain": [_chat_body(_same_size_plain(tagged))]},
+            repeat,
+            seconds,
+        )
+        ratio = rates.ratio("tagged", "plain")
+        worst = min(worst, ratio)
+        print(f"  {name:14s} {rates['tagged']:10,.0f} {rates['plain']:10,.0f} {ratio:6.2f}")
+    print(f"synthetic 4 KB answers: slowest dialect / same-size plain text = {worst:.2f}x")
+    return worst
+
+
+def _paired_rates(
+    contenders: dict[str, Callable[[bytes], object]],
+    payloads: dict[str, list[bytes]],
+    repeat: int,
+    seconds: float,
+) -> Rates:
+    """Like `median_rates`, with each contender on its own payloads."""
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    for name, work in contenders.items():
+        work(payloads[name][0])
+    for _ in range(repeat):
+        for name, work in contenders.items():
+            samples[name].append(rate(work, payloads[name], seconds))
+    return Rates(samples)
+
+
+def fenced_code_passes(repeat: int, seconds: float) -> float:
+    """Extraction time of a code-heavy answer in units of one candidate scan, at two sizes."""
+    import re
+
+    from thoughtline.normalize.inline_reasoning import extract
+
+    candidates = re.compile(r"[<\[◁`~]")
+    block = (
+        "Strip the reasoning before showing the answer:\n\n```python\nimport re\n\n"
+        'THINK = re.compile(r"<think>.*?</think>", re.DOTALL)\n\n'
+        "def visible(text: str) -> str:\n"
+        '    return THINK.sub("", text).strip()  # `<think>` never reaches users\n```\n\n'
+        "Inline, `[THINK]` and `<|channel|>` are text too.\n\n"
+    )
+    figures = []
+    for size in (100_000, 1_000_000):
+        text = (block * (size // len(block) + 1))[:size]
+        rates = median_rates(
+            {
+                "extract": extract,
+                "one scan": lambda value: sum(1 for _ in candidates.finditer(value)),
+            },
+            [text],
+            repeat,
+            seconds,
+        )
+        passes = rates.ratio("one scan", "extract")
+        figures.append(passes)
+        print(f"  {size // 1000:5d} KB of fenced code: extract = {passes:.1f} candidate scans")
+    growth = figures[1] / figures[0]
+    print(
+        f"fenced code: {figures[0]:.1f} scans at 100 KB, {figures[1]:.1f} at 1 MB "
+        f"(1 MB / 100 KB = {growth:.2f}: linear when ~1)"
+    )
+    return figures[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -220,6 +365,10 @@ def main() -> None:
     per_format(repeat, seconds)
     print(f"Gemini corpus, {len(corpus_bodies('gemini'))} bodies, median of {repeat}")
     gemini_against_decode(repeat, seconds)
+    print("Inline reasoning, tagged against same-size plain text:")
+    corpus_inline_against_plain(repeat, seconds)
+    inline_against_plain(repeat, seconds)
+    fenced_code_passes(repeat, seconds)
     if not arguments.no_litellm:
         against_litellm(repeat, seconds)
 

@@ -26,3 +26,6 @@ def test_bench_reports_every_format_and_skips_a_missing_litellm(
     assert "slowest (" in printed
     assert "gemini: normalize / plain decode = " in printed
     assert "LiteLLM: skipped (not installed" in printed
+    assert "tagged / same-size plain = " in printed
+    assert "synthetic 4 KB answers: slowest dialect / same-size plain text = " in printed
+    assert "fenced code: " in printed

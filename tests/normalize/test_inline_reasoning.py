@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from thoughtline.normalize.inline_reasoning import (
     IncrementalExtractor,
     InlineDetection,
     extract,
     extract_chunks,
+    scan,
 )
 
 T, ORPHAN, U = "inline_tag", "orphan_close_tag", "unclosed_open_tag"
@@ -44,6 +47,12 @@ RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
     ("Hi [THINK]plan[/THINK]there", "Hi there", "plan", (f"{T}:mistral",)),
     ("Hi[THINK]plan[/THINK]there", "Hi there", "plan", (f"{T}:mistral",)),
     ("Name [THINK] in prose, never closed", "Name [THINK] in prose, never closed", None, ()),
+    (
+        "Magistral writes [THINK] first; split on `[/THINK]`.",
+        "Magistral writes [THINK] first; split on `[/THINK]`.",
+        None,
+        (),
+    ),
     ("[THINK]cut at the limit", "", "cut at the limit", (f"{U}:mistral",)),
     ("◁think▷plan◁/think▷answer", "answer", "plan", (f"{T}:kimi",)),
     (
@@ -260,3 +269,55 @@ def test_print_agreement_per_peer(capsys: pytest.CaptureFixture[str]) -> None:
         assert sum(agree.values()) >= sum(1 for case in cases if case.get("agrees")) * 0.9
     with capsys.disabled():
         print("\n" + "\n".join(lines))
+
+
+# --- the shortcut for one leading block gives exactly what the scanner gives ----------------
+
+_FRAGMENTS = [
+    "<think>",
+    "</think>",
+    "</THINK>",
+    "<think a=1>",
+    "[THINK]",
+    "[/THINK]",
+    "<|channel>",
+    "<channel|>",
+    "<|START_THINKING|>",
+    "<|END_THINKING|>",
+    "<|START_RESPONSE|>",
+    "<|end|>",
+    "<tool_call>",
+    "analysis",
+    "assistantfinal",
+    "`",
+    "```\n",
+    "~~~\n",
+    " ",
+    "\n",
+    "plan",
+    "answer",
+    "a < b",
+    "[link]",
+]
+
+
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=8))
+@settings(max_examples=400, deadline=None)
+def test_the_shortcut_agrees_with_the_scanner(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert extract(text) == scan(text)
+    assert extract(text, thought_label=True) == scan(text, thought_label=True)
+
+
+@pytest.mark.parametrize(("text", "content", "thinking", "codes"), RULES, ids=[r[0] for r in RULES])
+def test_the_shortcut_agrees_with_the_scanner_on_the_rules(
+    text: str, content: str, thinking: str | None, codes: tuple[str, ...]
+) -> None:
+    assert extract(text) == scan(text)
+
+
+def test_the_plain_text_check_knows_every_candidate_character() -> None:
+    from thoughtline.normalize.inline_reasoning import _CANDIDATES, _is_plain
+
+    for character in _CANDIDATES:
+        assert not _is_plain(f"a {character} b", thought_label=False)

@@ -9,6 +9,7 @@ calls, and the cross-field detections.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -115,8 +116,10 @@ def leaked(code: str, path: str, dialect: DialectName | None = None) -> Detectio
     return Detection(kind="leaked_thought", code=code, path=path, dialect=dialect)
 
 
+@functools.lru_cache(maxsize=256)
 def may_carry_thought_label(model: str | None) -> bool:
-    """Gemini and Gemma models may open their text with the bare label `thought`."""
+    """Gemini and Gemma models may open their text with the bare label `thought` (a worker
+    sees few model names: the answer is remembered)."""
     if model is None:
         return False
     lowered = model.lower()

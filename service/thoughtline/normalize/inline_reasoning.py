@@ -176,8 +176,8 @@ def _marker_pattern(literals: Iterable[str]) -> re.Pattern[str]:
     alternatives = [
         f"<(?=[{follower_class}])(?:{angle_bodies}|{attribute_opener})",
         *(_alternative(marker) for marker in others),
-        r"`+",
-        r"~{3,}",
+        r"``*",  # written so that every branch starts with a literal: the regex engine then
+        r"~~~~*",  # skips text with none of these first characters at C speed
     ]
     return re.compile("|".join(alternatives))
 
@@ -196,37 +196,66 @@ _ROLES_LITERALS: Final = (
     + TOOL_CALL_MARKERS
 )
 _MARKERS: Final = _marker_pattern(_ROLES_LITERALS)
-_CANDIDATE: Final = re.compile(
-    "[" + re.escape("".join(sorted({marker[0] for marker in _ROLES_LITERALS} | {"`", "~"}))) + "]"
+_CANDIDATES: Final = tuple(sorted({marker[0] for marker in _ROLES_LITERALS} | {"`", "~"}))
+"""Every character a delimiter, a code run or a wrapper starts with (`_is_plain` spells them
+out: a test keeps the two the same)."""
+_BLOCK_END_CANDIDATES: Final = tuple(
+    sorted(
+        {
+            closer[0]
+            for dialect in DIALECTS
+            if dialect.kind != "phrase"
+            for closer in dialect.closers
+        }
+        | {marker[0] for marker in TOOL_CALL_MARKERS}
+    )
 )
-"""Any character a delimiter, a code run or a wrapper starts with."""
+"""Every character a block's end can start with (phrase blocks are read whole at the start)."""
+_CANDIDATE: Final = re.compile("[" + re.escape("".join(_CANDIDATES)) + "]")
 _LONGEST_MARKER: Final = max(len(marker) for marker in _ROLES_LITERALS) + len("thought\r\n")
 """How far before the end of a live text a marker may still be growing."""
 
 
+def _literal_first(marker: str, kind: str) -> str:
+    """A marker as a pattern that starts with a literal character (tags match in any case):
+    with every branch so, the regex engine skips unrelated text at C speed."""
+    if kind == "tag":
+        return re.escape(marker[0]) + f"(?i:{re.escape(marker[1:])})"
+    return re.escape(marker)
+
+
+def _after_gemma_label(text: str, end: int) -> int:
+    """Gemma 4's channel opener may carry the label `thought` and its line break."""
+    if text.startswith(_GEMMA_EMPTY_LABEL, end):
+        return end + len(_THOUGHT_LABEL)
+    if text.startswith(_THOUGHT_LABEL, end):
+        after = end + len(_THOUGHT_LABEL)
+        for line_break in _LINE_BREAKS:
+            if text.startswith(line_break, after):
+                return after + len(line_break)
+    return end
+
+
 def _block_end_pattern(dialect: Dialect) -> re.Pattern[str]:
     """What can end a block of `dialect`: its closers, then (if never closed) a tool call."""
-    closers = "|".join(
-        f"(?i:{re.escape(closer)})" if dialect.kind == "tag" else re.escape(closer)
-        for closer in sorted(dialect.closers, key=len, reverse=True)
-    )
-    tools = "|".join(re.escape(marker) for marker in TOOL_CALL_MARKERS)
-    return re.compile(f"(?P<closer>{closers})|(?P<tool>{tools})")
+    markers = [_literal_first(closer, dialect.kind) for closer in dialect.closers]
+    markers += [re.escape(marker) for marker in TOOL_CALL_MARKERS]
+    return re.compile("|".join(markers))
 
 
 def _closer_pattern(dialect: Dialect) -> re.Pattern[str]:
-    return re.compile(
-        "|".join(
-            f"(?i:{re.escape(closer)})" if dialect.kind == "tag" else re.escape(closer)
-            for closer in sorted(dialect.closers, key=len, reverse=True)
-        )
-    )
+    return re.compile("|".join(_literal_first(closer, dialect.kind) for closer in dialect.closers))
 
 
 _BLOCK_END: Final = {dialect.name: _block_end_pattern(dialect) for dialect in DIALECTS}
+_CLOSER_KEYS: Final = {
+    dialect.name: frozenset(_key(closer, dialect.kind) for closer in dialect.closers)
+    for dialect in DIALECTS
+}
 _CLOSER: Final = {dialect.name: _closer_pattern(dialect) for dialect in DIALECTS}
 _PHRASES: Final = tuple(dialect for dialect in DIALECTS if dialect.kind == "phrase")
 _FENCE_LINE: Final = re.compile(r"(?m)^ {0,3}(`{3,}|~{3,})")
+_CODE_START: Final = re.compile(r"`|~~~")
 _BACKTICK_RUN: Final = re.compile(r"`+")
 _NON_SPACE: Final = re.compile(r"\S")
 _GEMMA: Final = next(dialect for dialect in DIALECTS if dialect.name == "gemma")
@@ -421,6 +450,7 @@ class _Scanner:
         self._mode: _Mode = "text"
         self._undecided = True  # no delimiter yet: an orphan closer may still claim the text
         self._held_raw: list[tuple[str, int]] = []
+        self._held_spans: list[RemovedSpan] = []
         self._held_ops: list[tuple[str | None, int]] = []
         self._held_start = 0
         self._seen_text = False
@@ -436,6 +466,8 @@ class _Scanner:
         self._text = ""
         self._position = 0
         self._text_from = 0
+        self._next_at: dict[str, int] = {}
+        self._next_match_at: dict[str, int] = {}
         self._final = False
         self._backticks: dict[int, list[int]] | None = None
         self.finished = False
@@ -445,6 +477,8 @@ class _Scanner:
     def run(self, text: str, final: bool) -> int:
         self._text, self._position, self._final = text, 0, final
         self._text_from = 0
+        self._next_at = {}
+        self._next_match_at = {}
         self._backticks = None
         try:
             while True:
@@ -463,20 +497,49 @@ class _Scanner:
         if self._mode != "block":
             self._flush_text()
         consumed = self._position
-        self._note_line_state(text[:consumed])
+        if not final:  # only a later run needs to know where the line stands
+            self._note_line_state(text, consumed)
         self._base += consumed
         if final:
             self._finish()
         return consumed
 
-    def _note_line_state(self, consumed: str) -> None:
-        line_break = consumed.rfind("\n")
-        if line_break >= 0:
-            tail = consumed[line_break + 1 :]
-            self._line_indent = len(tail) if len(tail) <= 3 and not tail.strip(" ") else None
-        elif self._line_indent is not None and consumed:
-            indent = self._line_indent + len(consumed)
-            self._line_indent = indent if indent <= 3 and not consumed.strip(" ") else None
+    def _note_line_state(self, text: str, consumed: int) -> None:
+        line_break = text.rfind("\n", 0, consumed)
+        start = line_break + 1 if line_break >= 0 else 0
+        if consumed - start > 3:
+            self._line_indent = None
+            return
+        tail = text[start:consumed]
+        if tail.strip(" "):
+            self._line_indent = None
+        elif line_break >= 0:
+            self._line_indent = len(tail)
+        elif self._line_indent is not None:
+            indent = self._line_indent + len(tail)
+            self._line_indent = indent if indent <= 3 else None
+
+    def _search(
+        self, pattern: re.Pattern[str], position: int, candidates: tuple[str, ...]
+    ) -> re.Match[str] | None:
+        """`pattern.search(text, position)`, found faster: `str.find` (memchr speed) jumps to
+        the next character a match can start with; only where that character starts no match
+        does the regex scan on, at its own (slower, still C) speed."""
+        text, next_at = self._text, self._next_at
+        candidate = -1
+        for character in candidates:
+            found = next_at.get(character, position)
+            if 0 <= found < position:
+                found = position
+            if found >= position:
+                found = text.find(character, found)
+                next_at[character] = found
+            if found >= 0 and (candidate < 0 or found < candidate):
+                candidate = found
+        if candidate < 0:
+            return None
+        match = pattern.match(text, candidate)
+        return match if match is not None else pattern.search(text, candidate + 1)
 
     def _need(self, available: bool) -> None:
         if not available and not self._final:
@@ -546,7 +609,7 @@ class _Scanner:
 
     def _in_text(self) -> None:
         text, position = self._text, self._position
-        match = _MARKERS.search(text, position)
+        match = self._search(_MARKERS, position, _CANDIDATES)
         if match is None:
             self._emit_up_to(self._safe_end(position))
             return
@@ -643,7 +706,7 @@ class _Scanner:
             return
         end = match.end()
         if dialect is _GEMMA:
-            end = self._after_gemma_label(end)
+            end = _after_gemma_label(self._text, end)
         self._resolve_as_content()
         self._mode = "block"
         self._block = dialect
@@ -652,28 +715,32 @@ class _Scanner:
         self._skip_to(end)
 
     def _closer_follows(self, dialect: Dialect, start: int) -> bool:
-        if _CLOSER[dialect.name].search(self._text, start) is not None:
+        """Whether a token opener that stands mid-text opens a block: only when its closer
+        follows before any Markdown code starts, so an answer that names `[THINK]` and quotes
+        `[/THINK]` in code keeps its words."""
+        closer = self._next_position(dialect.name, _CLOSER[dialect.name], start)
+        code = self._next_position("code", _CODE_START, start)
+        if closer >= 0 and (code < 0 or closer < code):
             return True
-        self._need(False)
+        self._need(code >= 0 or closer >= 0)
         return False
 
-    def _after_gemma_label(self, end: int) -> int:
-        """Gemma 4's channel opener may carry the label `thought` and its line break."""
-        text = self._text
-        if text.startswith(_GEMMA_EMPTY_LABEL, end):
-            return end + len(_THOUGHT_LABEL)
-        if text.startswith(_THOUGHT_LABEL, end):
-            after = end + len(_THOUGHT_LABEL)
-            for line_break in _LINE_BREAKS:
-                if text.startswith(line_break, after):
-                    return after + len(line_break)
-        return end
+    def _next_position(self, key: str, pattern: re.Pattern[str], start: int) -> int:
+        """Where `pattern` next matches at or after `start` (-1: nowhere), remembered per
+        run, so a flood of unclosed openers searches the text once, not once each."""
+        found = self._next_match_at.get(key)
+        if found is None or 0 <= found < start:
+            match = pattern.search(self._text, start)
+            found = match.start() if match is not None else -1
+            self._next_match_at[key] = found
+        return found
 
     def _closer(self, match: re.Match[str], dialect: Dialect) -> None:
         self._flush_text()
         if self._undecided:
             raw = list(self._held_raw)
             self._held_raw.clear()
+            self._held_spans.clear()
             self._held_ops.clear()
             self._undecided = False
             self._seen_text = False
@@ -830,7 +897,7 @@ class _Scanner:
     def _in_block(self) -> None:
         assert self._block is not None
         text, position, dialect = self._text, self._position, self._block
-        match = _BLOCK_END[dialect.name].search(text, position)
+        match = self._search(_BLOCK_END[dialect.name], position, _BLOCK_END_CANDIDATES)
         if match is None:
             if self._final:
                 self._think_up_to(len(text))
@@ -838,7 +905,7 @@ class _Scanner:
                 return
             self._think_up_to(max(position, len(text) - _LONGEST_MARKER))
             raise _NeedMoreTextError
-        if match.lastgroup == "closer":
+        if _key(match.group(), dialect.kind) in _CLOSER_KEYS[dialect.name]:
             self._think_up_to(match.start())
             self._position = match.end()
             self._close_block("inline_tag", self._base + match.end())
@@ -913,11 +980,17 @@ class _Scanner:
                 self.content.write(text, source)
         self._held_ops.clear()
         self._held_raw.clear()
+        self.spans.extend(self._held_spans)
+        self._held_spans.clear()
 
     def _span(
         self, start: int, end: int, rule: SpanRule, dialect: DialectName | None, *, reasoning: bool
     ) -> None:
-        self.spans.append(RemovedSpan(start, end, rule, dialect, reasoning))
+        span = RemovedSpan(start, end, rule, dialect, reasoning)
+        if self._undecided and rule == "answer_wrapper":  # an orphan block may swallow it
+            self._held_spans.append(span)
+        else:
+            self.spans.append(span)
 
     def _finish(self) -> None:
         if self.finished:
@@ -930,6 +1003,7 @@ class _Scanner:
 
 
 _LONGEST_PHRASE: Final = max(len(opener) for dialect in _PHRASES for opener in dialect.openers)
+_PHRASE_OPENERS: Final = tuple(opener for dialect in _PHRASES for opener in dialect.openers)
 _UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(r"(?i:<think)(?:\s[^<>]*)?\Z")
 
 
@@ -938,28 +1012,154 @@ _UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(r"(?i:<think)(?:\s[^<>]*)?\Z")
 
 def extract(text: str, *, thought_label: bool = False) -> InlineExtraction:
     """Split inline reasoning out of a whole visible text."""
-    if _CANDIDATE.search(text) is None and not _may_start_specially(text, thought_label):
+    if _is_plain(text, thought_label):
         return InlineExtraction(text, None, _suspected(text))
+    if not (thought_label and text.startswith(_THOUGHT_LABEL)):
+        single = _one_leading_block(text)
+        if single is not None:
+            return single
+    return scan(text, thought_label=thought_label)
+
+
+def scan(text: str, *, thought_label: bool = False) -> InlineExtraction:
+    """What `extract` gives, always through the scanner (no shortcut; tests compare the two)."""
     scanner = _Scanner(thought_label=thought_label)
     scanner.run(text, final=True)
     return _result(scanner)
 
 
-def _may_start_specially(text: str, thought_label: bool) -> bool:
-    """A phrase dialect or the thought label can only open the text."""
-    if thought_label and text.startswith(_THOUGHT_LABEL):
-        return True
-    first = _NON_SPACE.search(text)
-    return first is not None and any(
-        text.startswith(opener, first.start()) for dialect in _PHRASES for opener in dialect.openers
+def _one_leading_block(text: str) -> InlineExtraction | None:
+    """The most common leak, read without the scanner: one block that opens the text (or an
+    orphan closer), and after it an answer with no candidate character at all. None for
+    anything else, which the scanner reads. Gives exactly what the scanner gives."""
+    start = _first_non_space(text)
+    candidate = _first_candidate(text, start)
+    if candidate != start:
+        return None if candidate < 0 else _leading_orphan(text, candidate)
+    match = _MARKERS.match(text, start)
+    if match is None:
+        return None
+    marker = _ROLES.get(match.group())
+    if marker is None or marker.role != "open" or marker.dialect is None:
+        return None
+    dialect = marker.dialect
+    closer = dialect.closers[0]
+    inner_start = match.end()
+    if dialect is _GEMMA:
+        inner_start = _after_gemma_label(text, inner_start)
+    # The closer must be the first character after the opener that a block's end can start
+    # with; anything else there (a closer in another case, a tool-call marker, a `<` in the
+    # reasoning) and the scanner decides.
+    closer_at = text.find(closer[0], inner_start)
+    if closer_at < 0 or not text.startswith(closer, closer_at):
+        return None
+    for character in _BLOCK_END_CANDIDATES:
+        if character != closer[0] and text.find(character, inner_start, closer_at) >= 0:
+            return None
+    after = closer_at + len(closer)
+    return _block_then_answer(text, dialect, start, inner_start, closer_at, after, "inline_tag")
+
+
+def _leading_orphan(text: str, candidate: int) -> InlineExtraction | None:
+    match = _MARKERS.match(text, candidate)
+    if match is None:
+        return None
+    marker = _ROLES.get(match.group())
+    if marker is None or marker.role != "close" or marker.dialect is None:
+        return None
+    if marker.dialect.kind == "phrase" or text.startswith(_PHRASE_OPENERS, _first_non_space(text)):
+        return None
+    return _block_then_answer(
+        text, marker.dialect, 0, 0, candidate, match.end(), "orphan_close_tag"
     )
 
 
+def _block_then_answer(
+    text: str,
+    dialect: Dialect,
+    span_start: int,
+    inner_start: int,
+    inner_end: int,
+    after: int,
+    code: InlineCode,
+) -> InlineExtraction | None:
+    reasoning = text[inner_start:inner_end].strip()
+    rule: SpanRule = "block" if code == "inline_tag" else "orphan_closer"
+    spans = [RemovedSpan(span_start, after, rule, dialect.name, bool(reasoning))]
+    answer = _answer_with_wrappers(text, after, dialect, spans)
+    if answer is None:
+        return None
+    content = answer.strip()
+    detections = (InlineDetection(code, dialect.name),) if reasoning else ()
+    return InlineExtraction(
+        content, reasoning or None, detections + _suspected(content), tuple(spans)
+    )
+
+
+def _answer_with_wrappers(
+    text: str, position: int, block_dialect: Dialect, spans: list[RemovedSpan]
+) -> str | None:
+    """The answer after a leading block when its only markers are answer wrappers the scanner
+    would remove (a token wrapper, a trailing one at the very end, a tag wrapper of the
+    block's dialect); None when anything else stands there."""
+    kept: list[str] = []
+    while True:
+        candidate = _first_candidate(text, position)
+        if candidate < 0:
+            kept.append(text[position:])
+            return "".join(kept)
+        match = _MARKERS.match(text, candidate)
+        if match is None:
+            return None
+        marker = _ROLES.get(match.group()) or _ROLES.get(match.group().lower())
+        if marker is None or marker.dialect is None:
+            return None
+        removable = (marker.role == "wrapper" and marker.dialect.kind == "token") or (
+            marker.role == "wrapper" and marker.dialect is block_dialect
+        )
+        if marker.role == "trailing_wrapper":
+            removable = not text[match.end() :].strip()
+        if not removable:
+            return None
+        kept.append(text[position:candidate])
+        spans.append(
+            RemovedSpan(candidate, match.end(), "answer_wrapper", marker.dialect.name, False)
+        )
+        position = match.end()
+
+
+def _first_candidate(text: str, start: int) -> int:
+    first = -1
+    for character in _CANDIDATES:
+        found = text.find(character, start, first if first >= 0 else len(text))
+        if found >= 0:
+            first = found
+    return first
+
+
+def _is_plain(text: str, thought_label: bool) -> bool:
+    """No candidate character, and no phrase or label at the start: nothing to extract. Most
+    answers are such; a search per character (`in`) is the fastest scan Python has."""
+    if "<" in text or "[" in text or "`" in text or "~" in text or "◁" in text:
+        return False
+    if thought_label and text.startswith(_THOUGHT_LABEL):
+        return False
+    return not text.startswith(_PHRASE_OPENERS, _first_non_space(text))
+
+
+def _first_non_space(text: str) -> int:
+    if not text or not text[0].isspace():
+        return 0
+    return len(text) - len(text.lstrip())
+
+
 def _suspected(content: str) -> tuple[InlineDetection, ...]:
-    opening = content.lstrip()
-    if opening.startswith(SUSPECTED_REASONING_OPENINGS):
-        return (InlineDetection("suspected_reasoning", None),)
+    if content.startswith(SUSPECTED_REASONING_OPENINGS, _first_non_space(content)):
+        return _SUSPECTED
     return ()
+
+
+_SUSPECTED: Final = (InlineDetection("suspected_reasoning", None),)
 
 
 def _result(scanner: _Scanner) -> InlineExtraction:
@@ -1033,7 +1233,7 @@ def extract_chunks(
     """A recorded (complete) text in chunks: the whole extraction, and each chunk's share of
     content and thinking, attributed to the chunk the text came from."""
     text = "".join(chunks)
-    if _CANDIDATE.search(text) is None and not _may_start_specially(text, thought_label):
+    if _is_plain(text, thought_label):
         return InlineExtraction(text, None, _suspected(text)), list(chunks), [""] * len(chunks)
     scanner = _Scanner(thought_label=thought_label)
     scanner.run(text, final=True)

@@ -13,6 +13,17 @@ field holds a string. `content` is a string or a list of parts; it and a `refusa
 text. A refusal is what the user must see, so it is content, never thinking; a refusal that
 ends a normal stop is a `content_filter` finish (the native `stop` is kept).
 
+Gemini's OpenAI-compatible endpoint (https://ai.google.dev/gemini-api/docs/openai, asked for
+`include_thoughts`) writes its thought summaries into `content` between `<thought>` and
+`</thought>`, and marks the message with `extra_content: {"google": {"thought": true}}`. On a
+message so marked (JSON `true`, strictly) the `<thought>` blocks of a string `content` are
+native thinking, verbatim, one block each; a marked content with no `<thought>` at all is one
+block. The rest is visible text, and one `thought_in_content` detection says that a consumer
+reading `content` would have shown the thought. A marker of another type is
+`thought_not_boolean` and marks nothing. `extra_content.google.thought_signature`, on the
+message or on a tool call (https://ai.google.dev/gemini-api/docs/thought-signatures), stays in
+the raw message, byte for byte.
+
 Mistral (`mistral.py`) is a dialect of this format: it reuses `read_turn` with its own finish
 map and its own content-chunk reader, and the streams module can reuse the views and readers.
 """
@@ -20,7 +31,7 @@ map and its own content-chunk reader, and the streams module can reuse the views
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -30,7 +41,9 @@ from thoughtline.normalize.compose import (
     build_record,
     decode,
     decode_part,
+    decoder_for,
     join_blocks,
+    leaked,
     malformed,
     present,
 )
@@ -70,6 +83,24 @@ class MessageView(msgspec.Struct):
     reasoning_details: msgspec.Raw = msgspec.Raw()
     tool_calls: msgspec.Raw = msgspec.Raw()
     function_call: msgspec.Raw = msgspec.Raw()
+    extra_content: msgspec.Raw = msgspec.Raw()  # Gemini's; left undecoded unless present
+
+
+class GoogleExtraView(msgspec.Struct):
+    thought: Any = None
+
+
+class ExtraContentView(msgspec.Struct):
+    google: GoogleExtraView | None = None
+
+
+class ThoughtSpan(NamedTuple):
+    """A stretch of a thought-marked `content`: thought text (its block's index) or visible
+    text (`block` None). The `<thought>` and `</thought>` tags are in no span."""
+
+    start: int
+    end: int
+    block: int | None
 
 
 class ReasoningDetailView(msgspec.Struct):
@@ -126,6 +157,9 @@ CONTENT_PATH: Final = f"{MESSAGE_PATH}.content"
 _REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 _DETAIL_TEXT_FIELDS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 _DETAIL_WITHOUT_TEXT: Final = frozenset({"reasoning.encrypted"})
+THOUGHT_OPENER: Final = "<thought>"
+THOUGHT_CLOSER: Final = "</thought>"
+_THOUGHT_MARKER_PATH: Final = f"{MESSAGE_PATH}.extra_content.google.thought"
 
 
 def normalize(
@@ -175,7 +209,10 @@ def read_turn(
 def read_message(message: MessageView, turn: Turn, read_content_part: ContentPartReader) -> None:
     """Visible text, native thinking and tool calls of one assistant message into the turn."""
     texts = ContentTexts(detections=turn.detections)
-    _read_content(message.content, texts, read_content_part)
+    if message.extra_content and _marks_thought(message, turn.detections):
+        _read_thought_content(message.content, texts)
+    else:
+        _read_content(message.content, texts, read_content_part)
     _read_refusal(message.refusal, texts)
     reasoning = reasoning_field(message, turn.detections)
     if reasoning is None:
@@ -228,6 +265,32 @@ def add_visible_text(value: Any, path: str, texts: ContentTexts) -> bool:
     return False
 
 
+def thought_spans(text: str) -> list[ThoughtSpan]:
+    """A thought-marked `content` cut into thought and visible spans, in order.
+
+    Each `<thought>` opens a block that its `</thought>` closes (an opener never closed runs to
+    the end); text outside the blocks is visible. Text with no opener at all is one block.
+    """
+    if THOUGHT_OPENER not in text:
+        return [ThoughtSpan(0, len(text), 0)] if text else []
+    spans: list[ThoughtSpan] = []
+    position = block = 0
+    while position < len(text):
+        opener = text.find(THOUGHT_OPENER, position)
+        if opener < 0:
+            spans.append(ThoughtSpan(position, len(text), None))
+            break
+        if opener > position:
+            spans.append(ThoughtSpan(position, opener, None))
+        start = opener + len(THOUGHT_OPENER)
+        closer = text.find(THOUGHT_CLOSER, start)
+        end = len(text) if closer < 0 else closer
+        spans.append(ThoughtSpan(start, end, block))
+        block += 1
+        position = end if closer < 0 else closer + len(THOUGHT_CLOSER)
+    return spans
+
+
 def read_usage(raw_usage: msgspec.Raw, path: str, detections: list[Detection]) -> Usage:
     """prompt/completion/total, reasoning from the completion details, cached from the prompt's."""
     usage = decode_or_detect(raw_usage, UsageView, "invalid_usage", path, detections)
@@ -257,6 +320,35 @@ def _read_content(content: Any, texts: ContentTexts, read_content_part: ContentP
             read_content_part(part, f"{CONTENT_PATH}[{index}]", texts)
     elif content is not None:
         texts.detections.append(malformed("text_not_string", CONTENT_PATH))
+
+
+def _marks_thought(message: MessageView, detections: list[Detection]) -> bool:
+    """True when a message with a string `content` carries Gemini's
+    `extra_content.google.thought: true` (a marker of another type is a detection)."""
+    if not present(message.extra_content):
+        return False
+    try:
+        extra = decoder_for(ExtraContentView).decode(message.extra_content)
+    except msgspec.ValidationError:  # not Gemini's shape: it marks nothing
+        return False
+    except msgspec.DecodeError as error:
+        raise NormalizeError("not_json", f"{MESSAGE_PATH}.extra_content: {error}") from error
+    thought = extra.google.thought if extra.google is not None else None
+    if thought is not None and not isinstance(thought, bool):
+        detections.append(malformed("thought_not_boolean", _THOUGHT_MARKER_PATH))
+    return thought is True and isinstance(message.content, str)
+
+
+def _read_thought_content(content: str, texts: ContentTexts) -> None:
+    """A thought-marked string `content`: its thought blocks, then what is left as visible."""
+    spans = thought_spans(content)
+    blocks = [content[span.start : span.end] for span in spans if span.block is not None]
+    texts.thinking_blocks.extend(blocks)
+    texts.visible.append(
+        "".join(content[span.start : span.end] for span in spans if span.block is None)
+    )
+    if blocks:  # one detection for the whole content, however many blocks it held
+        texts.detections.append(leaked("thought_in_content", CONTENT_PATH, "thought"))
 
 
 def _read_refusal(refusal: Any, texts: ContentTexts) -> None:

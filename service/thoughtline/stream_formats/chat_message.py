@@ -6,8 +6,11 @@ Mistral stream docs): string fields that stream (`content`, `reasoning_content`,
 `index`, their `arguments` / `text` / `summary` concatenating and every other value (ids,
 `signature`, `data`, `format`) taken whole, so a signature-only last entry lands on the entry
 it signs; a Mistral `content` list keeps its chunks in order, consecutive `text` chunks and
-consecutive `thinking` chunks merging into one. Other fields keep their first position and
-their last value. The message is written in the non-streamed shape (no tool-call `index`).
+consecutive `thinking` chunks merging into one. Gemini's `extra_content` objects (on the delta
+and on tool calls) merge key by key, so the `thought` marker of the thought deltas and the
+`thought_signature` of the last one both reach the message, the signature's bytes untouched.
+Other fields keep their first position and their last value. The message is written in the
+non-streamed shape (no tool-call `index`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 _DETAIL_TEXTS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 _STREAM_ONLY_CALL_FIELDS: Final = frozenset({"index"})
 _CONCATENATED: Final = frozenset({"text", "summary", "arguments"})
+_MERGED_CHILDREN: Final = frozenset({"function", "extra_content", "google"})
 
 
 class MergedObject:
@@ -45,7 +49,7 @@ class MergedObject:
 
     def add(self, fields: RawObject) -> None:
         for key, raw in fields.items():
-            child = read_object(raw) if key == "function" else None
+            child = read_object(raw) if key in _MERGED_CHILDREN else None
             if child is not None:
                 self.fields.setdefault(key, None)
                 if key in self.children:
@@ -59,10 +63,6 @@ class MergedObject:
                 self.strings.setdefault(key, TextField()).add(raw, text)
             elif key not in self.fields or _filled(raw):
                 self.fields[key] = raw
-
-    def text(self, key: str) -> str:
-        field = self.strings.get(key)
-        return field.text() if field is not None else ""
 
     def value(self, drop: frozenset[str] = frozenset()) -> msgspec.Raw:
         result: dict[str, Any] = {}
@@ -116,32 +116,47 @@ class MessageAssembler:
         self.content_is_list = False
         self.tool_calls: dict[int, MergedObject] = {}
         self.details: dict[tuple[Any, ...], MergedObject] = {}
+        self.extra_content: MergedObject | None = None
+        self.content_fragments: list[tuple[str, msgspec.Raw | None]] = []
+        """Each non-empty string `content` fragment, with its delta's `extra_content`."""
         self.others: RawObject = {}
 
     def add(self, delta: RawObject) -> list[tuple[str, Any, str]]:
-        """Merge one delta; return what it added as (source, block, text) triples."""
+        """Merge one delta; return what it added as (source, block, text) triples (a string
+        `content` fragment's block is its index in `content_fragments`)."""
         added: list[tuple[str, Any, str]] = []
         for key, raw in delta.items():
             self.order.setdefault(key, None)
             if key == "content" and bytes(raw)[:1] == b"[":
                 added.extend(self._add_content_list(read_list(raw)))
             elif key in STREAMED_STRINGS:
-                added.extend(self._add_string(key, raw))
+                added.extend(self._add_string(key, raw, delta.get("extra_content")))
             elif key == "tool_calls":
                 self._add_tool_calls(read_list(raw))
             elif key == "reasoning_details":
                 added.extend(self._add_details(read_list(raw)))
+            elif key == "extra_content" and (fields := read_object(raw)) is not None:
+                if self.extra_content is None:
+                    self.extra_content = MergedObject(fields)
+                else:
+                    self.extra_content.add(fields)
             if key not in STREAMED_STRINGS and (key not in self.others or present(raw)):
                 self.others[key] = raw  # the merged list replaces it; kept when none came
         return added
 
-    def message(self) -> msgspec.Raw:
+    def message(self, content: str | None = None) -> msgspec.Raw:
+        """The merged message; `content`, when given, is written instead of the merged string
+        (the fragments with the tags Gemini's body would hold around its thought)."""
         result: dict[str, Any] = {}
         for key in self.order:
             if key == "content" and self.content_is_list:
                 result[key] = [run.part() for run in self.runs]
+            elif key == "content" and content is not None:
+                result[key] = encode(content)
             elif key in self.strings:
                 result[key] = self.strings[key].value()
+            elif key == "extra_content" and self.extra_content is not None:
+                result[key] = self.extra_content.value()
             elif key == "tool_calls" and self.tool_calls:
                 calls = self.tool_calls.values()
                 result[key] = [call.value(_STREAM_ONLY_CALL_FIELDS) for call in calls]
@@ -151,7 +166,9 @@ class MessageAssembler:
                 result[key] = self.others.get(key, msgspec.Raw(b"null"))
         return encode(result)
 
-    def _add_string(self, key: str, raw: msgspec.Raw) -> list[tuple[str, Any, str]]:
+    def _add_string(
+        self, key: str, raw: msgspec.Raw, extra_content: msgspec.Raw | None
+    ) -> list[tuple[str, Any, str]]:
         text = read_string(raw)
         if text is None:
             if present(raw):  # not a string: kept whole, the format module reports it
@@ -161,6 +178,9 @@ class MessageAssembler:
             self._text_run(None, raw, text)
             return [("content", 0, text)]
         self.strings.setdefault(key, TextField()).add(raw, text)
+        if key == "content" and text:
+            self.content_fragments.append((text, extra_content))
+            return [(key, len(self.content_fragments) - 1, text)]
         return [(key, key, text)]
 
     def _add_content_list(self, chunks: list[msgspec.Raw]) -> list[tuple[str, Any, str]]:

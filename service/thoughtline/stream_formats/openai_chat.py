@@ -10,17 +10,32 @@ stream with an error. Only choice 0 counts; `chat_message` merges its deltas.
 
 Mistral streams are the same chunks, `delta.content` being a list of chunks while it thinks:
 one assembler serves both formats, and the body is read by the format's own module.
+
+Gemini marks each delta of its thought with `extra_content.google.thought: true`, the text in
+`content` carrying the `<thought>` tags of Google's non-streamed body (the first thought delta
+opens with `<thought>`, the first unmarked one with `</thought>`): the content is the plain
+concatenation. A marked stream whose content holds no tag at all gets them written around each
+marked run, as the body would hold them. Each chunk's content then goes to thinking or to the
+visible text exactly where `openai_chat.thought_spans` cuts the assembled content, so the
+deltas add up to the body's record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
 from thoughtline.normalize.compose import present
+from thoughtline.normalize.openai_chat import (
+    THOUGHT_CLOSER,
+    THOUGHT_OPENER,
+    ThoughtSpan,
+    thought_spans,
+)
 from thoughtline.stream_formats.base import (
+    NULL,
     Assembly,
     Chunk,
     Piece,
@@ -39,6 +54,15 @@ _MISTRAL_VISIBLE_SOURCES: Final = frozenset({"content", "refusal"})
 """`mistral.py` reads no `refusal` content part (an `unknown_part`): no text in its deltas."""
 _CHUNK_ONLY_FIELDS: Final = frozenset({"delta", "index"})
 _NO_BLOCK: Final = object()
+_JSON_TRUE: Final = b"true"
+
+
+class ThoughtLayout(NamedTuple):
+    """The `content` of a thought-marked message, and where each streamed fragment starts in it."""
+
+    text: str
+    offsets: list[int]
+    tags_added: bool
 
 
 class _Chunk(msgspec.Struct):
@@ -113,33 +137,100 @@ def _pieces(state: _State, visible_sources: frozenset[str]) -> list[Piece]:
     One chunk may end a block and start others (`reasoning_details` entries), so the LF
     between blocks (DESIGN §4.1) is written here, and every piece names the same block."""
     thinking_sources = _thinking_sources(state.message)
+    layout = _thought_layout(state.message)
+    spans = thought_spans(layout.text) if layout is not None else []
     pieces: list[Piece] = []
     previous: Any = _NO_BLOCK
     for added in state.added:
-        text = "".join(value for source, _, value in added if source in visible_sources)
+        text: list[str] = []
         thinking: list[str] = []
-        for source, block, value in added:
+        for source, block, value in _split_thought(added, layout, spans):
+            if source in visible_sources:
+                text.append(value)
             if source not in thinking_sources or not value:
                 continue
             if previous is not _NO_BLOCK and block != previous:
                 thinking.append("\n")
             thinking.append(value)
             previous = block
-        pieces.append(Piece(text=text, thinking="".join(thinking)))
+        pieces.append(Piece(text="".join(text), thinking="".join(thinking)))
     return pieces
+
+
+def _split_thought(
+    added: list[tuple[str, Any, str]], layout: ThoughtLayout | None, spans: list[ThoughtSpan]
+) -> list[tuple[str, Any, str]]:
+    """A chunk's triples, its `content` fragments cut where the thought spans cut the content:
+    thought text becomes a `thought` triple of its block, the rest stays `content`."""
+    if layout is None:
+        return added
+    result: list[tuple[str, Any, str]] = []
+    for source, block, value in added:
+        if source != "content" or not value:
+            result.append((source, block, value))
+            continue
+        start = layout.offsets[block]
+        end = start + len(value)
+        for span in spans:
+            low, high = max(span.start, start), min(span.end, end)
+            if low < high:
+                text = value[low - start : high - start]
+                if span.block is None:
+                    result.append(("content", block, text))
+                else:
+                    result.append(("thought", ("thought", span.block), text))
+    return result
+
+
+def _thought_layout(message: MessageAssembler) -> ThoughtLayout | None:
+    """The content as `openai_chat.read_message` will cut it, when the message is marked
+    thought; None for an unmarked message or a list `content`.
+
+    The fragments concatenate; when none holds a `<thought>` or `</thought>` tag, each run of
+    marked fragments is wrapped in them (the only tags in the text: nothing else is cut)."""
+    google = message.extra_content.children.get("google") if message.extra_content else None
+    if message.content_is_list or google is None or not _is_true(google.fields.get("thought")):
+        return None
+    whole = "".join(text for text, _ in message.content_fragments)
+    tagged = THOUGHT_OPENER in whole or THOUGHT_CLOSER in whole
+    parts: list[str] = []
+    offsets: list[int] = []
+    length = 0
+    in_thought = False
+    for text, extra_content in message.content_fragments:
+        marked = _is_true(_google_thought(extra_content))
+        tag = ""
+        if not tagged and marked != in_thought:
+            tag, in_thought = (THOUGHT_OPENER if marked else THOUGHT_CLOSER), marked
+        offsets.append(length + len(tag))
+        parts.extend((tag, text))
+        length += len(tag) + len(text)
+    return ThoughtLayout("".join(parts), offsets, tags_added=length > len(whole))
+
+
+def _google_thought(extra_content: msgspec.Raw | None) -> msgspec.Raw | None:
+    fields = read_object(extra_content) if extra_content is not None else None
+    google = read_object(fields.get("google", NULL)) if fields is not None else None
+    return google.get("thought") if google is not None else None
+
+
+def _is_true(raw: msgspec.Raw | None) -> bool:
+    return raw is not None and bytes(raw) == _JSON_TRUE
 
 
 def _thinking_sources(message: MessageAssembler) -> frozenset[str]:
     """`reasoning_content`, else `reasoning`, else `reasoning_details`; Mistral thinking chunks
-    always count (as `openai_chat.read_message` reads a body)."""
+    and Gemini thought text always count (as `openai_chat.read_message` reads a body)."""
     for name in REASONING_FIELDS:
         if name in message.strings:
-            return frozenset({name, "thinking_chunk"})
-    return frozenset({"reasoning_details", "thinking_chunk"})
+            return frozenset({name, "thinking_chunk", "thought"})
+    return frozenset({"reasoning_details", "thinking_chunk", "thought"})
 
 
 def _body(state: _State, complete: bool) -> bytes:
-    choice: dict[str, Any] = {"index": encode(0), "message": state.message.message()}
+    layout = _thought_layout(state.message)
+    content = layout.text if layout is not None and layout.tags_added else None
+    choice: dict[str, Any] = {"index": encode(0), "message": state.message.message(content)}
     choice.update(state.choice)
     if not complete:
         choice["finish_reason"] = None

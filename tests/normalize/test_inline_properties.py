@@ -1,0 +1,435 @@
+"""Properties of inline-reasoning extraction, over texts dense in delimiter fragments.
+
+- A stream gives what the whole text gives, wherever it is cut (`IncrementalExtractor`,
+  `extract_chunks`), with and without the Gemini/Gemma `thought` label.
+- What is not removed stays in order: content is the text outside the removed spans, with one
+  space where a removed block would glue two non-space characters, trimmed at its ends when
+  anything was removed; thinking is the inner text of the reasoning blocks joined with LF and
+  trimmed; each reasoning block is one detection.
+- A text whose every delimiter is inside Markdown code comes back unchanged.
+
+The rules are in docs/inline-reasoning.md.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
+
+from thoughtline.normalize.dialects import DIALECTS, TOOL_CALL_MARKERS, Dialect
+from thoughtline.normalize.inline_reasoning import (
+    IncrementalExtractor,
+    InlineExtraction,
+    RemovedSpan,
+    extract,
+    extract_chunks,
+)
+
+MARKERS = sorted(
+    {
+        marker
+        for dialect in DIALECTS
+        for marker in (
+            *dialect.openers,
+            *dialect.closers,
+            *dialect.wrappers,
+            *dialect.trailing_wrappers,
+            *((dialect.wrapper_suffix,) if dialect.wrapper_suffix else ()),
+        )
+    }
+    | set(TOOL_CALL_MARKERS)
+)
+PREFIXES = sorted({marker[:cut] for marker in MARKERS for cut in range(1, len(marker))})
+EXTRAS = [
+    "<THINK>",
+    "</Think>",
+    '<think signature="s1">',
+    "<think/>",
+    "<|channel>thought\n",
+    "<|channel>thought<channel|>",
+    "thought\n",
+    "thought\r\n",
+    "thought",
+    "analysis",
+    "assistantfinal",
+    "final",
+    "`",
+    "``",
+    "```",
+    "````",
+    "```py\n",
+    "~",
+    "~~~",
+    "\n```\n",
+    "\n~~~\n",
+    "\n   ```\n",
+    "\n",
+    "\r\n",
+    " ",
+    "   ",
+    "\t",
+    "\u3000",
+    "a",
+    "b",
+    "xy",
+    ".",
+    "Some plain words of an answer, long enough to push a waiting decision past the window. ",
+]
+FRAGMENTS = st.one_of(
+    st.sampled_from(MARKERS),
+    st.sampled_from(PREFIXES),
+    st.sampled_from(EXTRAS),
+)
+TEXTS = st.lists(FRAGMENTS, max_size=24).map("".join)
+
+
+def _cuts(text: str) -> st.SearchStrategy[list[str]]:
+    """`text` cut into chunks at arbitrary points (empty chunks included)."""
+    points = st.lists(st.integers(0, len(text)), max_size=8).map(sorted)
+    return points.map(lambda cut: [text[a:b] for a, b in pairwise([0, *cut, len(text)])])
+
+
+def _streamed(chunks: list[str], thought_label: bool) -> tuple[str, str, InlineExtraction]:
+    extractor = IncrementalExtractor(thought_label=thought_label)
+    pieces = [extractor.feed(chunk) for chunk in chunks]
+    pieces.append(extractor.flush())
+    content = "".join(piece for piece, _ in pieces)
+    thinking = "".join(piece for _, piece in pieces)
+    return content, thinking, extractor.result()
+
+
+# --- a stream gives what the whole text gives ----------------------------------------------
+
+
+@settings(max_examples=800, deadline=None)
+@given(data=st.data(), text=TEXTS, thought_label=st.booleans())
+def test_incremental_equals_whole_at_any_cut(
+    data: st.DataObject, text: str, thought_label: bool
+) -> None:
+    whole = extract(text, thought_label=thought_label)
+    chunks = data.draw(_cuts(text), label="chunks")
+    content, thinking, result = _streamed(chunks, thought_label)
+    assert content == whole.content
+    assert thinking == (whole.thinking or "")
+    assert result == whole
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=TEXTS, thought_label=st.booleans())
+def test_incremental_equals_whole_at_every_single_cut(text: str, thought_label: bool) -> None:
+    whole = extract(text, thought_label=thought_label)
+    for cut in range(len(text) + 1):
+        content, thinking, result = _streamed([text[:cut], text[cut:]], thought_label)
+        assert (content, thinking) == (whole.content, whole.thinking or ""), cut
+        assert result == whole, cut
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXTS, thought_label=st.booleans())
+def test_incremental_equals_whole_char_by_char(text: str, thought_label: bool) -> None:
+    whole = extract(text, thought_label=thought_label)
+    content, thinking, result = _streamed(list(text), thought_label)
+    assert (content, thinking) == (whole.content, whole.thinking or "")
+    assert result == whole
+
+
+@settings(max_examples=600, deadline=None)
+@given(data=st.data(), text=TEXTS, thought_label=st.booleans())
+def test_extract_chunks_shares_join_to_the_whole(
+    data: st.DataObject, text: str, thought_label: bool
+) -> None:
+    whole = extract(text, thought_label=thought_label)
+    chunks = data.draw(_cuts(text), label="chunks")
+    result, contents, thinkings = extract_chunks(chunks, thought_label=thought_label)
+    assert result == whole
+    assert len(contents) == len(thinkings) == len(chunks)
+    assert "".join(contents) == whole.content
+    assert "".join(thinkings) == (whole.thinking or "")
+
+
+# --- what is not removed stays, in order ---------------------------------------------------
+
+_GLUELESS_RULES = frozenset({"answer_wrapper", "thought_label"})
+_CODE_OF_RULE = {
+    "block": "inline_tag",
+    "orphan_closer": "orphan_close_tag",
+    "unclosed_opener": "unclosed_open_tag",
+}
+_DIALECT = {dialect.name: dialect for dialect in DIALECTS}
+_ATTRIBUTE_OPENER = re.compile(r"(?i)<think\s[^<>]*>")
+
+
+def _expected_content(text: str, spans: tuple[RemovedSpan, ...]) -> str:
+    """The text outside the spans, in order; one space where a removed block (not a wrapper
+    marker, not the thought label) stands between two non-space characters of what is kept;
+    trimmed at both ends when anything was removed."""
+    kept: list[str] = []
+    glue_points: set[int] = set()
+    position = length = 0
+    for span in spans:
+        kept.append(text[position : span.start])
+        length += span.start - position
+        if span.rule not in _GLUELESS_RULES:
+            glue_points.add(length)
+        position = span.end
+    kept.append(text[position:])
+    joined = "".join(kept)
+    out: list[str] = []
+    for index, character in enumerate(joined):
+        if (
+            index in glue_points
+            and index > 0
+            and not joined[index - 1].isspace()
+            and not character.isspace()
+        ):
+            out.append(" ")
+        out.append(character)
+    content = "".join(out)
+    return content.strip() if spans else content
+
+
+def _starts_with(text: str, marker: str, dialect: Dialect) -> bool:
+    if dialect.kind == "tag":
+        return text.lower().startswith(marker.lower())
+    return text.startswith(marker)
+
+
+def _inner(text: str, span: RemovedSpan) -> str:
+    """The reasoning inside a block span: its opener (from the dialect table) and closer off."""
+    dialect = _DIALECT[span.dialect]
+    body = text[span.start : span.end]
+    if span.rule != "orphan_closer":
+        if dialect.kind == "phrase":
+            body = body.lstrip()
+        openers = sorted(dialect.openers, key=len, reverse=True)
+        opener = next((o for o in openers if _starts_with(body, o, dialect)), None)
+        if opener is not None:
+            body = body[len(opener) :]
+        else:
+            attribute = _ATTRIBUTE_OPENER.match(body)
+            assert attribute is not None and dialect.name == "think", (span, body)
+            body = body[attribute.end() :]
+        if dialect.name == "gemma":  # the optional `thought` label and its line break
+            for label in ("thought\r\n", "thought\n", "thought\r"):
+                if body.startswith(label):
+                    body = body[len(label) :]
+                    break
+            else:
+                if body.startswith("thought") and body[len("thought") :].startswith(
+                    dialect.closers
+                ):
+                    body = body[len("thought") :]
+    if span.rule != "unclosed_opener":
+        closers = sorted(dialect.closers, key=len, reverse=True)
+        closer = next(c for c in closers if _ends_with(body, c, dialect))
+        body = body[: len(body) - len(closer)]
+    return body
+
+
+def _ends_with(text: str, marker: str, dialect: Dialect) -> bool:
+    if dialect.kind == "tag":
+        return text.lower().endswith(marker.lower())
+    return text.endswith(marker)
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=TEXTS, thought_label=st.booleans())
+@example(text="<|START_RESPONSE|></mm:think>", thought_label=False)
+def test_spans_are_in_order_and_disjoint(text: str, thought_label: bool) -> None:
+    """Each removed stretch is reported once: a wrapper marker that an orphan closer later
+    claims as reasoning is part of the orphan's span, not a span of its own."""
+    spans = extract(text, thought_label=thought_label).spans
+    assert all(0 <= span.start < span.end <= len(text) for span in spans)
+    assert all(left.end <= right.start for left, right in pairwise(spans))
+
+
+def _outermost(spans: tuple[RemovedSpan, ...]) -> tuple[RemovedSpan, ...]:
+    """The spans not inside another one, in order (the test above checks there are none)."""
+    ordered = sorted(spans, key=lambda span: (span.start, -span.end))
+    kept: list[RemovedSpan] = []
+    for span in ordered:
+        if kept and span.end <= kept[-1].end:
+            continue
+        kept.append(span)
+    return tuple(kept)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=TEXTS, thought_label=st.booleans())
+def test_content_is_the_kept_text_in_order(text: str, thought_label: bool) -> None:
+    result = extract(text, thought_label=thought_label)
+    assert result.content == _expected_content(text, _outermost(result.spans))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=TEXTS, thought_label=st.booleans())
+def test_thinking_is_the_blocks_joined(text: str, thought_label: bool) -> None:
+    result = extract(text, thought_label=thought_label)
+    blocks = [span for span in result.spans if span.rule in _CODE_OF_RULE]
+    inners = [_inner(text, span) for span in blocks]
+    assert [span.reasoning for span in blocks] == [bool(inner.strip()) for inner in inners]
+    assert not any(span.reasoning for span in result.spans if span.rule not in _CODE_OF_RULE)
+    joined = "\n".join(inner for inner in inners if inner.strip()).strip()
+    assert result.thinking == (joined or None)
+    label_end = next((s.end for s in result.spans if s.rule == "thought_label"), 0)
+    for span in blocks:
+        if span.rule == "orphan_closer":  # all the text before the closer
+            assert span.start == label_end
+        if span.rule == "unclosed_opener":  # the rest, or up to a tool-call marker
+            assert span.end == len(text) or text.startswith(TOOL_CALL_MARKERS, span.end)
+
+
+@settings(max_examples=800, deadline=None)
+@given(text=TEXTS, thought_label=st.booleans())
+def test_one_detection_per_reasoning_block(text: str, thought_label: bool) -> None:
+    result = extract(text, thought_label=thought_label)
+    expected = []
+    for span in result.spans:
+        if span.rule == "thought_label":
+            expected.append(("thought_label", "thought"))
+        elif span.reasoning:
+            expected.append((_CODE_OF_RULE[span.rule], span.dialect))
+    found = [
+        (detection.code, detection.dialect)
+        for detection in result.detections
+        if detection.code != "suspected_reasoning"
+    ]
+    assert found == expected
+
+
+# --- delimiters only in code: nothing changes ----------------------------------------------
+
+_CANDIDATES = "<[◁`~"
+"""The characters every delimiter, wrapper, tool-call marker and code run starts with."""
+PROSE_PIECES = st.one_of(
+    st.text(
+        st.characters(
+            codec="utf-8", exclude_characters=_CANDIDATES, exclude_categories=("Cs", "Cc")
+        ),
+        max_size=6,
+    ),
+    st.sampled_from(
+        [
+            "think>",
+            "/think>",
+            "THINK]",
+            "/THINK]",
+            "|channel|>",
+            "channel|>",
+            "|END_THINKING|>",
+            "/think▷",
+            "analysis",
+            "assistantfinal",
+            "final",
+            "Here is my response:",
+            "Here's my response:",
+            "Here is my thought process:",
+            "thought\n",
+            "\n",
+            "\n\n",
+            " ",
+            "\t",
+        ]
+    ),
+)
+PROSE = st.lists(PROSE_PIECES, max_size=8).map("".join)
+PHRASE_OPENERS = tuple(
+    opener for dialect in DIALECTS if dialect.kind == "phrase" for opener in dialect.openers
+)
+
+
+def _opens_with_phrase(text: str) -> bool:
+    return text.lstrip().startswith(PHRASE_OPENERS)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=PROSE)
+def test_text_without_delimiter_starts_is_unchanged(text: str) -> None:
+    assume(not _opens_with_phrase(text))
+    assert extract(text) == InlineExtraction(text, None, ())
+
+
+@settings(max_examples=300, deadline=None)
+@given(opener=st.sampled_from(PHRASE_OPENERS), rest=PROSE)
+def test_phrase_opener_without_its_closer_is_unchanged(opener: str, rest: str) -> None:
+    dialect = next(d for d in DIALECTS if opener in d.openers)
+    text = opener + rest
+    assume(not any(closer in text for closer in dialect.closers))
+    assert extract(text) == InlineExtraction(text, None, ())
+
+
+CODE_BODY = st.lists(st.one_of(FRAGMENTS, PROSE_PIECES), max_size=12).map("".join)
+
+
+@st.composite
+def _fenced_block(draw: st.DrawFn) -> tuple[str, bool]:
+    """A fenced code block holding any delimiters: opened by a run of three or more backticks
+    or tildes (at most three spaces in), closed by a line starting (at most three spaces in)
+    with at least as many of the same character, or left open to the end of the text.
+    Returns the block and whether it was closed."""
+    character = draw(st.sampled_from("`~"))
+    length = draw(st.integers(3, 5))
+    indent = " " * draw(st.integers(0, 3))
+    info = draw(st.sampled_from(["", "python", "json", "diff", "text title=x", "jinja"]))
+    if character == "~":
+        info += draw(st.sampled_from(["", " `x`", " [THINK]"]))
+    closing = re.compile(rf" {{0,3}}{re.escape(character)}{{{length},}}")
+    lines = []
+    for line in draw(CODE_BODY).split("\n"):
+        if closing.match(line):
+            line = "x" + line  # a line that would close the block early
+        lines.append(line)
+    block = indent + character * length + info + "\n" + "\n".join(lines)
+    if not draw(st.booleans()):
+        return block, False
+    close_indent = " " * draw(st.integers(0, 3))
+    return block + "\n" + close_indent + character * draw(st.integers(length, length + 2)), True
+
+
+@st.composite
+def _code_span(draw: st.DrawFn) -> str:
+    """An inline code span: a backtick run, text with no run of that length, the same run."""
+    length = draw(st.integers(1, 3))
+    body = draw(CODE_BODY)
+    runs = [len(run) for run in re.findall(r"`+", body)]
+    if length in runs or body.startswith("`") or body.endswith("`"):
+        body = body.replace("`", "'")
+    body = body or "x"  # an empty span would be one longer run
+    if length >= 3:
+        body = body.replace("\n", " ")  # the span stays on its line: no fence opens
+    return "`" * length + body + "`" * length
+
+
+@st.composite
+def _code_only_text(draw: st.DrawFn) -> str:
+    """Prose with no delimiter start, fenced blocks (each at a line start) and code spans."""
+    text = ""
+    for kind in draw(st.lists(st.sampled_from(["prose", "fence", "span"]), max_size=6)):
+        if kind == "prose":
+            text += draw(PROSE)
+        elif kind == "span":
+            if text.endswith("`"):
+                text += " "  # two spans side by side would merge their runs
+            text += draw(_code_span())
+        else:
+            if text and not text.endswith("\n"):
+                text += "\n"
+            block, closed = draw(_fenced_block())
+            text += block
+            if not closed:
+                break
+            text += "\n"
+    return text
+
+
+@settings(max_examples=800, deadline=None)
+@given(text=_code_only_text())
+def test_delimiters_only_in_code_change_nothing(text: str) -> None:
+    assume(not _opens_with_phrase(text))
+    assert extract(text) == InlineExtraction(text, None, ())
+    chunks = [text[i : i + 3] for i in range(0, len(text), 3)]
+    content, thinking, _ = _streamed(chunks, False)
+    assert (content, thinking) == (text, "")
