@@ -45,6 +45,41 @@ def test_inline_tags_in_an_assistant_message_are_replayed_reasoning() -> None:
     assert codes(body) == [("leaked_thought", "replayed_reasoning", "messages[1]")]
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        "[THINK]plan[/THINK]Paris.",
+        "<|channel|>analysis<|message|>plan<|end|><|start|>assistant<|channel|>final<|message|>Paris.",
+        "<|channel>thought\nplan<channel|>Paris.",
+        "◁think▷plan◁/think▷Paris.",
+        "<|START_THINKING|>plan<|END_THINKING|><|START_RESPONSE|>Paris.<|END_RESPONSE|>",
+        "<seed:think>plan</seed:think>Paris.",
+        "<mm:think>plan</mm:think>Paris.",
+        "plan</think>Paris.",
+        "analysis plan assistantfinal Paris.",
+        "Here is my thought process: plan Here is my response: Paris.",
+    ],
+)
+def test_replayed_reasoning_is_found_in_every_dialect(content: str) -> None:
+    body = chat_request({"role": "assistant", "content": content})
+    assert codes(body) == [("leaked_thought", "replayed_reasoning", "messages[1]")]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Use `<think>` and `[THINK]` in your template.",
+        "Paris.<|END_OF_TURN_TOKEN|>",  # a wrapper is no reasoning
+        "<think>\n\n</think>Paris.",  # an empty block (thinking switched off) is no reasoning
+        "The analysis shows Paris.",
+    ],
+)
+def test_an_assistant_message_that_only_talks_about_delimiters_is_not_flagged(
+    content: str,
+) -> None:
+    assert codes(chat_request({"role": "assistant", "content": content})) == []
+
+
 def test_inline_tags_in_a_user_message_are_not_flagged() -> None:
     """A user may well write about `<think>` tags; only what the model said is checked."""
     assert codes(chat_request({"role": "user", "content": "Use <think></think> tags"})) == []
