@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
+from thoughtline.errors import NormalizeError
 from thoughtline.normalize.compose import (
     Turn,
     build_record,
@@ -22,6 +23,7 @@ from thoughtline.normalize.compose import (
     malformed,
     present,
 )
+from thoughtline.normalize.wire_values import string_or_none, view_or_none
 from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 
 FORMAT: Final = "gemini"
@@ -77,7 +79,7 @@ class _Content(msgspec.Struct):
 
 class _Candidate(msgspec.Struct):
     content: _Content | None = None
-    finishReason: str | None = None  # noqa: N815
+    finishReason: Any = None  # noqa: N815 - of the wrong type: read as absent
 
 
 class _UsageMetadata(msgspec.Struct):
@@ -90,15 +92,25 @@ class _UsageMetadata(msgspec.Struct):
 
 
 class _PromptFeedback(msgspec.Struct):
-    blockReason: str | None = None  # noqa: N815
+    blockReason: Any = None  # noqa: N815
 
 
 class _Response(msgspec.Struct):
-    candidates: list[_Candidate] = msgspec.field(default_factory=list)
+    # Metadata of the wrong type reads as absent rather than rejecting a usable answer.
+    candidates: list[_Candidate] | None = None
     promptFeedback: _PromptFeedback | None = None  # noqa: N815
     usageMetadata: msgspec.Raw = msgspec.Raw()  # noqa: N815
-    modelVersion: str | None = None  # noqa: N815
-    responseId: str | None = None  # noqa: N815
+    modelVersion: Any = None  # noqa: N815
+    responseId: Any = None  # noqa: N815
+
+    def is_gemini_shaped(self) -> bool:
+        """A response body has candidates, prompt feedback or usage: `{}` or another
+        provider's body labelled `gemini` has none of them."""
+        return (
+            self.candidates is not None
+            or self.promptFeedback is not None
+            or present(self.usageMetadata)
+        )
 
 
 _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
@@ -124,6 +136,11 @@ def normalize(
 ) -> Record:
     """One Gemini `GenerateContentResponse` body -> the record."""
     response = decode(payload, _Response, "gemini response")
+    if not response.is_gemini_shaped():
+        raise NormalizeError(
+            "invalid_payload",
+            "not a Gemini response: no `candidates`, `promptFeedback` or `usageMetadata`",
+        )
     return build_record(
         read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
     )
@@ -131,24 +148,26 @@ def normalize(
 
 def read_turn(response: _Response) -> Turn:
     turn = Turn(
-        model=response.modelVersion,
-        response_id=response.responseId,
+        model=string_or_none(response.modelVersion),
+        response_id=string_or_none(response.responseId),
         visible_path=_PARTS_PATH,
         usage_path="usageMetadata",
     )
     if present(response.usageMetadata):
         turn.native_usage = response.usageMetadata
-        turn.usage = _usage(response.usageMetadata)
+        turn.usage = read_usage(response.usageMetadata, turn.detections)
     if not response.candidates:
-        block_reason = response.promptFeedback.blockReason if response.promptFeedback else None
+        feedback = response.promptFeedback
+        block_reason = string_or_none(feedback.blockReason) if feedback is not None else None
         if block_reason is not None:
             turn.finish_reason = "content_filter"
             turn.native_finish_reason = block_reason
         return turn
     candidate = response.candidates[0]
-    if candidate.finishReason is not None:
-        turn.native_finish_reason = candidate.finishReason
-        turn.finish_reason = _FINISH_REASON_MAP.get(candidate.finishReason, "other")
+    finish_reason = string_or_none(candidate.finishReason)
+    if finish_reason is not None:
+        turn.native_finish_reason = finish_reason
+        turn.finish_reason = _FINISH_REASON_MAP.get(finish_reason, "other")
     if candidate.content is not None:
         _read_parts(candidate.content.parts, turn)
     return turn
@@ -195,8 +214,13 @@ def _read_function_call(value: Any, path: str, turn: Turn) -> None:
     turn.tool_calls.append(ToolCall(name=call.name, arguments=arguments, id=call.id))
 
 
-def _usage(raw_usage: msgspec.Raw) -> Usage:
-    usage = decode(raw_usage, _UsageMetadata, "gemini usageMetadata")
+def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
+    """Output = candidates + thoughts; tool-use prompt tokens join the input. Counts that are
+    not integers null them all (`invalid_usage`); `native_usage` keeps them."""
+    usage = view_or_none(raw_usage, _UsageMetadata, "usageMetadata")
+    if usage is None:
+        detections.append(malformed("invalid_usage", "usageMetadata"))
+        return Usage()
     return Usage(
         input_tokens=usage.promptTokenCount + usage.toolUsePromptTokenCount,
         output_tokens=usage.candidatesTokenCount + usage.thoughtsTokenCount,
