@@ -24,6 +24,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
+# In a container the health server must answer on the container's address, not only on its
+# loopback (the worker's own default, for a laptop): probes and Prometheus come from outside.
+ENV THOUGHTLINE_METRICS_HOST=0.0.0.0
 # The same numeric ids as the Helm chart's securityContext, so runAsNonRoot can be verified.
 RUN groupadd --system --gid 10001 thoughtline \
     && useradd --system --uid 10001 --gid thoughtline --home-dir /var/lib/thoughtline \

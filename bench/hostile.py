@@ -7,12 +7,15 @@
    200k-deep nesting, huge arrays, random bytes), `--cases` of them. The only error allowed is
    `NormalizeError`; anything else is a failure, printed with its payload's first bytes.
 2. Giants, one at a time, each with the process's peak RSS reset first (Linux
-   /proc/self/clear_refs): a 10 MB string, 200k-deep nesting, a payload just under the size
-   cap and one just over it (refused before it is decoded: no growth beyond its own bytes).
+   /proc/self/clear_refs): a 10 MB string, 200k-deep nesting, a 2 MB flood of `<` (each one
+   could open an inline tag), a payload just under the size cap and one just over it (refused
+   before it is decoded: no growth beyond its own bytes).
 3. Worker: `--worker-cases` of the generated payloads plus the giants XADDed to one
    `thoughtline serve` process on a private Redis. It must never stop (same pid, healthy at the
    end), each entry must end as exactly one record or one dead letter, and every dead letter
-   must hold its payload byte-identical. Its peak RSS (VmHWM) is printed.
+   must hold its payload byte-identical. Its peak RSS (VmHWM) is printed. `/healthz` is polled
+   all along: a worker silent for more than `MAX_HEALTHZ_GAP_SECONDS` (normalizing a giant on
+   its event loop, say) fails the run.
 
 Exit status 1 on any failure.
 """
@@ -35,7 +38,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests.*` helpers, run as a script
 
 import thoughtline
-from tests.chaos.fleet import Fleet
+from tests.chaos.fleet import Fleet, HealthMonitor
 from tests.chaos.servers import RedisServer
 from tests.chaos.workload import stream_entries
 from tests.hostile.strategies import broken_bytes, mutated_payloads
@@ -45,6 +48,7 @@ from thoughtline.errors import NormalizeError
 CAP: Final = 16 * 1024 * 1024
 """The size cap of this run (THOUGHTLINE_MAX_PAYLOAD_BYTES), half the default: cheaper giants."""
 MEGABYTE: Final = 1024 * 1024
+MAX_HEALTHZ_GAP_SECONDS: Final = 1.0
 
 
 @dataclass
@@ -65,6 +69,7 @@ def giants() -> dict[str, bytes]:
         "10 MB string": (gemini % text).encode(),
         "10 MB string, invalid UTF-8": (gemini % text).encode().replace(b"xxxx", b"x\xff\xfex", 1),
         "200k-deep nesting": b'{"choices":' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+        "2 MB flood of <": (gemini % ("<" * (2 * MEGABYTE))).encode(),
         "500k-item array": b'{"candidates":[{"content":{"parts":[' + b'{"text":"x"},' * 500_000
         + b'{"text":"x"}]}}]}',
         "just under the cap": (gemini % filler).encode(),
@@ -120,11 +125,13 @@ def run_worker(payloads: list[bytes], directory: Path) -> tuple[list[str], dict[
                                     batch_size=50, metrics_port=0)  # fmt: skip
     fleet = Fleet(worker_settings, directory / "workers", 1)
     client = redis.Redis.from_url(server.url)
+    monitor = HealthMonitor(fleet)
     started = time.monotonic()
     try:
         fleet.start()
         pid = fleet.workers[0].process.pid
         failures += fleet.health_problems()  # started: its resting size is the baseline
+        monitor.start()
         resting_megabytes = _status_kilobytes("VmRSS", pid) / 1024
         for number, payload in enumerate(payloads):
             client.xadd(worker_settings.input_stream, {"payload": payload, "id": f"h-{number}"})
@@ -135,6 +142,9 @@ def run_worker(payloads: list[bytes], directory: Path) -> tuple[list[str], dict[
             done = client.xlen(worker_settings.output_stream) + client.xlen(
                 worker_settings.dead_stream)  # fmt: skip
         peak_megabytes = _status_kilobytes("VmHWM", pid) / 1024
+        monitor.stop()
+        if monitor.longest_gap > MAX_HEALTHZ_GAP_SECONDS:
+            failures.append(f"/healthz went {monitor.longest_gap:.1f} s unanswered")
         failures += fleet.health_problems()
         if fleet.workers[0].process.pid != pid or fleet.self_exits:
             failures.append(f"the worker stopped: exits {fleet.self_exits}")
@@ -152,11 +162,13 @@ def run_worker(payloads: list[bytes], directory: Path) -> tuple[list[str], dict[
         figures = {"records": len(records), "dead letters": len(dead),
                    "seconds": time.monotonic() - started,
                    "worker RSS at rest MB": resting_megabytes,
-                   "worker peak RSS MB": peak_megabytes}  # fmt: skip
+                   "worker peak RSS MB": peak_megabytes,
+                   "longest /healthz silence ms": monitor.longest_gap * 1000}  # fmt: skip
         exit_codes = fleet.stop_all()
         if exit_codes != [0]:
             failures.append(f"SIGTERM exit status {exit_codes}")
     finally:
+        monitor.stop()
         fleet.kill_all()
         client.close()
         server.kill()

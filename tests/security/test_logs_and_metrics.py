@@ -47,7 +47,9 @@ def entries_of_round(number: int) -> list[dict[str, bytes]]:
         {b"payload": json.dumps({"answer": f"{SECRET}-{number}"}).encode()},  # unknown_format
         {b"payload": gemini(number), b"format": b"ollama"},  # normalizer_crash (below)
         {b"payload": chat(number), b"kind": b"request"},  # a request record
-        {b"payload": gemini(number), b"format": f"{SECRET}-{number}".encode()},  # bad format
+        # A misspelt format: a dead letter's log line quotes it (and the producer's `id`), so
+        # the producer can be found. Those are the producer's labels, never thinking or content.
+        {b"payload": gemini(number), b"format": f"gemni-{number}".encode()},
         {b"payload": gemini(number), b"meta": f'{{"note": "{SECRET}"'.encode()},  # bad meta
     ]
 
@@ -85,6 +87,11 @@ async def test_no_thinking_or_content_in_logs_at_info_or_above_under_load(
     shown = [record for record in caplog.records if record.levelno >= logging.INFO]
     assert len(shown) > ROUNDS, "the load should have logged dead letters at WARNING"
     assert [record.getMessage() for record in shown if leaking(record)] == []
+    messages = [record.getMessage() for record in shown]
+    named = [line for line in messages if "(id 'e-" in line and "dead-lettered" in line]
+    assert any("unknown_format: unknown format 'gemni-" in line for line in named), (
+        "a dead letter's line names the producer's id, the reason and the error"
+    )
     assert SECRET not in exposition
     records = b"".join(fields[b"record"] for _, fields in client.xrange(settings.output_stream))
     assert f"{SECRET}-thought-{ROUNDS - 1}".encode() in records  # the texts did pass through

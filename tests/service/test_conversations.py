@@ -52,8 +52,14 @@ def conversation(client: redis.Redis) -> Iterator[str]:
     client.delete(f"{{thoughtline}}:conversation:{name}")
 
 
-def publish(client: redis.Redis, settings: Settings, entry_id: str, payload: bytes,
-            conversation: str, kind: str = "response") -> None:
+def publish(
+    client: redis.Redis,
+    settings: Settings,
+    entry_id: str,
+    payload: bytes,
+    conversation: str,
+    kind: str = "response",
+) -> None:
     client.xadd(
         settings.input_stream,
         {
@@ -76,14 +82,31 @@ def codes_by_id(client: redis.Redis, settings: Settings) -> dict[str, list[str]]
 async def test_a_request_replaying_earlier_thinking_is_detected(
     settings: Settings, client: redis.Redis, conversation: str
 ) -> None:
-    publish(client, settings, "turn-1", chat_response(reasoning=THINKING, content="About 70 °C."),
-            conversation)
+    publish(
+        client,
+        settings,
+        "turn-1",
+        chat_response(reasoning=THINKING, content="About 70 °C."),
+        conversation,
+    )
     async with running_worker(settings):
         await wait_until(lambda: client.xlen(settings.output_stream) == 1)
-        publish(client, settings, "request-2", chat_request(THINKING + "\n\nAbout 70 °C."),
-                conversation, kind="request")
-        publish(client, settings, "request-3", chat_request("About 70 °C."), conversation,
-                kind="request")
+        publish(
+            client,
+            settings,
+            "request-2",
+            chat_request(THINKING + "\n\nAbout 70 °C."),
+            conversation,
+            kind="request",
+        )
+        publish(
+            client,
+            settings,
+            "request-3",
+            chat_request("About 70 °C."),
+            conversation,
+            kind="request",
+        )
         await wait_until(lambda: client.xlen(settings.output_stream) == 3)
     codes = codes_by_id(client, settings)
     assert codes["turn-1"] == []
@@ -97,13 +120,21 @@ async def test_consecutive_reasoning_only_records_are_a_loop(
     settings: Settings, client: redis.Redis, conversation: str
 ) -> None:
     for turn in range(4):
-        publish(client, settings, f"turn-{turn}", chat_response(reasoning=f"step {turn}",
-                content=""), conversation)
+        publish(
+            client,
+            settings,
+            f"turn-{turn}",
+            chat_response(reasoning=f"step {turn}", content=""),
+            conversation,
+        )
     async with running_worker(settings):
         await wait_until(lambda: client.xlen(settings.output_stream) == 4)
     codes = codes_by_id(client, settings)
     assert [("reasoning_only_loop" in codes[f"turn-{turn}"]) for turn in range(4)] == [
-        False, False, True, True,
+        False,
+        False,
+        True,
+        True,
     ]
 
 

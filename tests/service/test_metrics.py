@@ -27,6 +27,7 @@ DESIGN_METRICS = {
     "thoughtline_tokens": ("counter", {"format", "kind"}),
     "thoughtline_reclaimed": ("counter", set()),
     "thoughtline_stream_lag": ("gauge", set()),
+    "thoughtline_stream_pending": ("gauge", set()),  # what ThoughtlineNoProgress needs
 }
 ALLOWED = {
     "format": set(FORMAT_LABELS),

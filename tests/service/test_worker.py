@@ -222,6 +222,7 @@ async def test_stream_lag_counts_entries_not_yet_done(
         # reports no lag, so there the gauge is the pending count only.
         expected = 5 if reports_lag else pending
         assert sample_value(metrics, "thoughtline_stream_lag") == expected
+        assert sample_value(metrics, "thoughtline_stream_pending") == pending
 
 
 async def test_a_normalizer_crash_is_a_dead_letter_and_the_worker_goes_on(

@@ -12,6 +12,7 @@ import thoughtline
 from tests.streams.checks import assert_deltas_add_up, comparable
 from thoughtline import streams
 from thoughtline.errors import NormalizeError
+from thoughtline.stream_formats import ASSEMBLERS
 
 
 def _sse(*events: dict[str, Any] | str) -> bytes:
@@ -228,3 +229,33 @@ def test_mistral_deltas_carry_no_refusal_content_part() -> None:
     record, deltas = streams.normalize_with_deltas(stream, "mistral")
     assert (record.content, deltas[-1].accumulated_text) == ("", "")
     assert_deltas_add_up(stream, record)
+
+
+# A stream of nothing but chunks of no provider's shape, with a format, is an error: before, it
+# became a "normalized" empty record (a Chat one with an invented `{}` message as replay part).
+
+
+@pytest.mark.parametrize("format_name", sorted(ASSEMBLERS))
+@pytest.mark.parametrize(
+    "stream",
+    [
+        _sse({"x": 1}, {"y": 2}),
+        _sse("garbage", {"y": 2}, "[DONE]"),
+        _jsonl({"hello": "world"}, {}),
+    ],
+    ids=["json-objects", "garbage-and-json", "jsonl"],
+)
+def test_a_stream_of_no_known_chunk_is_invalid_payload(format_name: str, stream: bytes) -> None:
+    for read in (thoughtline.normalize, streams.normalize_with_deltas):
+        with pytest.raises(NormalizeError) as raised:
+            read(stream, format_name)
+        assert raised.value.reason == "invalid_payload"
+        assert "no chunk of the recorded stream is a stream event" in raised.value.message
+
+
+def test_a_stream_of_only_an_error_event_is_still_read() -> None:
+    """An error event names no format by its shape, but it is what the stream says."""
+    stream = _sse({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
+    record = thoughtline.normalize(stream, "anthropic")
+    assert record.finish_reason == "error"
+    assert "stream_error" in [found.code for found in record.detections]

@@ -20,7 +20,12 @@ from typing import Any, cast
 import msgspec
 
 from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES, PROVIDERS, inline_reasoning, meta_object
+from thoughtline.normalize import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    PROVIDERS,
+    inline_reasoning,
+    meta_object,
+)
 from thoughtline.normalize.compose import EMPTY_META, decode, leaked
 from thoughtline.record import KNOWN_FORMATS, Detection, FormatName, Record
 from thoughtline.replay.fingerprints import (
