@@ -37,7 +37,7 @@ from typing import TypeVar
 import msgspec
 
 import thoughtline
-from thoughtline.normalize import FORMATS
+from thoughtline.formats import FORMATS
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -320,7 +320,7 @@ def fenced_code_passes(repeat: int, seconds: float) -> float:
     """Extraction time of a code-heavy answer in units of one candidate scan, at two sizes."""
     import re
 
-    from thoughtline.normalize.inline_reasoning import extract
+    from thoughtline.formats.inline_reasoning import extract
 
     candidates = re.compile(r"[<\[◁`~]")
     block = (

@@ -41,7 +41,7 @@ import redis.asyncio as redis_asyncio
 
 from thoughtline.demo import sample_files, sample_format
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize import normalize
+from thoughtline.normalization import normalize
 from thoughtline.record import encode
 
 BATCH = 200

@@ -11,10 +11,12 @@ from thoughtline import detection_codes, readme_tables, schema
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "service" / "thoughtline"
-PURE_PACKAGES = ("normalize", "stream_formats", "replay")
+PURE_PACKAGES = ("formats", "streams", "replay")
 PURE_MODULES = [
     *(module for name in PURE_PACKAGES for module in sorted((PACKAGE / name).glob("*.py"))),
-    PACKAGE / "streams.py",
+    PACKAGE / "normalization.py",
+    PACKAGE / "payload.py",
+    PACKAGE / "format_detection.py",
     PACKAGE / "record.py",
     PACKAGE / "errors.py",
     PACKAGE / "explain.py",

@@ -3,13 +3,17 @@
 >>> record = thoughtline.normalize(raw_bytes)          # format detected from the shape
 >>> record.content, record.thinking, record.usage.reasoning_tokens
 >>> thoughtline.encode(record)                          # the record as JSON bytes
+>>> thoughtline.deltas(recorded_stream)                 # one normalized Delta per chunk
+>>> thoughtline.deltas(recorded_stream)                 # one normalized Delta per chunk
 """
 
 from thoughtline.errors import NormalizeError, ThoughtlineError, UnknownFormatError
-from thoughtline.normalize import detect_format, normalize
-from thoughtline.record import Detection, Record, ToolCall, Usage, decode, encode
+from thoughtline.format_detection import detect_format
+from thoughtline.normalization import deltas, normalize
+from thoughtline.record import Delta, Detection, Record, ToolCall, Usage, decode, encode
 
 __all__ = [
+    "Delta",
     "Detection",
     "NormalizeError",
     "Record",
@@ -18,6 +22,7 @@ __all__ = [
     "UnknownFormatError",
     "Usage",
     "decode",
+    "deltas",
     "detect_format",
     "encode",
     "normalize",

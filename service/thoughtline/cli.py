@@ -21,7 +21,8 @@ import msgspec
 
 from thoughtline import schema as schema_module
 from thoughtline.errors import NormalizeError, ThoughtlineError
-from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES, normalize
+from thoughtline.normalization import normalize
+from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from thoughtline.record import KNOWN_FORMATS, encode
 
 Command = Callable[[argparse.Namespace], int]
@@ -155,9 +156,9 @@ def _normalize_one(payload: bytes, name: str, arguments: argparse.Namespace) -> 
         )
         return explain.report(name, explanation).encode()
     if arguments.deltas:
-        from thoughtline import streams
+        from thoughtline.normalization import deltas as deltas_of
 
-        deltas = streams.deltas(payload, arguments.format)
+        deltas = deltas_of(payload, arguments.format)
         for delta in deltas:  # the record's id rule: the response id, else the file name
             delta.id = delta.id or _file_id(name)
         return b"".join(msgspec.json.encode(delta) + b"\n" for delta in deltas)

@@ -18,7 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from thoughtline.errors import ThoughtlineError
-from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES
+from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES
 
 ENV_PREFIX: Final = "THOUGHTLINE_"
 REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://")

@@ -21,10 +21,9 @@ from faststream.redis.parser.binary import BinaryMessageFormatV1
 
 from thoughtline.config import Settings
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize import normalize
+from thoughtline.normalization import normalize, normalize_with_deltas
 from thoughtline.record import Detection, Record, encode
 from thoughtline.replay import RequestInspection, inspect_request
-from thoughtline.streams import normalize_with_deltas
 
 Fields = Mapping[bytes, bytes]
 FASTSTREAM_DATA_FIELD: Final = b"__data__"

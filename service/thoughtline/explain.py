@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from thoughtline.normalize import DEFAULT_MAX_PAYLOAD_BYTES, normalize
-from thoughtline.normalize.compose import VisibleTextReading, explaining
+from thoughtline.formats.compose import VisibleTextReading, explaining
+from thoughtline.normalization import normalize
+from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from thoughtline.record import Record
 
 _EXCERPT_CHARS: Final = 60

@@ -39,7 +39,7 @@ from thoughtline.detection_codes import (
     THOUGHT_DIALECT_CODES,
 )
 from thoughtline.errors import NormalizeReason
-from thoughtline.normalize.dialects import DIALECT_NAMES
+from thoughtline.formats.dialects import DIALECT_NAMES
 from thoughtline.record import KNOWN_FORMATS, Record
 
 logger = logging.getLogger(__name__)

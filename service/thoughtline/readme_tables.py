@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from thoughtline import detection_codes
-from thoughtline.normalize import dialects
+from thoughtline.formats import dialects
 
 
 class GeneratedTable(NamedTuple):
@@ -28,7 +28,7 @@ TABLES: Final = (
         detection_codes.markdown_table,
     ),
     GeneratedTable(
-        "<!-- dialects: generated from service/thoughtline/normalize/dialects.py; "
+        "<!-- dialects: generated from service/thoughtline/formats/dialects.py; "
         "a test checks it -->",
         "<!-- /dialects -->",
         dialects.markdown_table,

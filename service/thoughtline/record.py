@@ -69,7 +69,7 @@ DialectName = Literal[
     "granite",
     "apriel",
 ]
-"""The inline-reasoning dialects (`thoughtline.normalize.dialects.DIALECTS`, one row each)."""
+"""The inline-reasoning dialects (`thoughtline.formats.dialects.DIALECTS`, one row each)."""
 
 
 class Detection(msgspec.Struct, frozen=True):

@@ -31,7 +31,7 @@ from typing import Final, cast
 
 import redis
 
-from thoughtline import console, streams
+from thoughtline import console
 from thoughtline.config import (
     Settings,
     SettingsError,
@@ -42,7 +42,7 @@ from thoughtline.config import (
 from thoughtline.connections import sync_client
 from thoughtline.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
 from thoughtline.errors import NormalizeError, ThoughtlineError
-from thoughtline.normalize import detect_format
+from thoughtline.format_detection import detect_format, looks_like_stream
 from thoughtline.record import KNOWN_FORMATS
 from thoughtline.worker import EXIT_FATAL, MetricsPortError, StreamsResponse
 
@@ -213,7 +213,7 @@ def _entry_for_file(
 def _detected_format(payload: bytes) -> str | None:
     """The format of a single response body; a recorded stream is left to the worker."""
     body = payload.strip()
-    if streams.looks_like_stream(body):
+    if looks_like_stream(body):
         return None
     try:
         return detect_format(body)

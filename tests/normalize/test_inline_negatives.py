@@ -16,7 +16,7 @@ from textwrap import dedent
 import pytest
 
 import thoughtline
-from thoughtline.normalize.inline_reasoning import IncrementalExtractor, InlineDetection, extract
+from thoughtline.formats.inline_reasoning import IncrementalExtractor, InlineDetection, extract
 
 
 def _answer(text: str) -> str:

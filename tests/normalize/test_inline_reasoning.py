@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thoughtline.normalize.inline_reasoning import (
+from thoughtline.formats.inline_reasoning import (
     IncrementalExtractor,
     InlineDetection,
     extract,
@@ -317,7 +317,7 @@ def test_the_shortcut_agrees_with_the_scanner_on_the_rules(
 
 
 def test_the_plain_text_check_knows_every_candidate_character() -> None:
-    from thoughtline.normalize.inline_reasoning import _CANDIDATES, _is_plain
+    from thoughtline.formats.inline_reasoning import _CANDIDATES, _is_plain
 
     for character in _CANDIDATES:
         assert not _is_plain(f"a {character} b", thought_label=False)

@@ -14,7 +14,7 @@ import pytest
 
 import thoughtline
 from tests.corpus.notes import CORPUS
-from thoughtline.normalize import FORMATS
+from thoughtline.formats import FORMATS
 from thoughtline.record import Record
 
 CORPUS_FORMATS = {

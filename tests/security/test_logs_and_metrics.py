@@ -13,7 +13,7 @@ import redis
 
 from tests.service.support import running_worker, wait_until
 from thoughtline.config import Settings
-from thoughtline.normalize import FORMATS
+from thoughtline.formats import FORMATS
 
 pytestmark = pytest.mark.redis
 SECRET = "tl-secret"

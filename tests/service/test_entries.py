@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from faststream.redis.parser.binary import BinaryMessageFormatV1
 import thoughtline
 from thoughtline.config import Settings, load_settings
 from thoughtline.entries import Outcome, Output, process
+from thoughtline.formats import FORMATS
 
 SAMPLES = Path(thoughtline.__file__).parent / "samples"
 GEMINI = (SAMPLES / "gemini.thought-and-answer.json").read_bytes()
@@ -126,7 +126,7 @@ def test_a_crashing_normalizer_is_a_dead_letter_that_quotes_no_payload_text(
     def crash(*_: Any, **__: Any) -> None:
         raise KeyError("the secret chain of thought")
 
-    monkeypatch.setitem(import_module("thoughtline.normalize").FORMATS, "gemini", crash)
+    monkeypatch.setitem(FORMATS, "gemini", crash)
     outcome = run(settings, {b"payload": GEMINI, b"format": b"gemini"})
     assert outcome.dead_reason == "normalizer_crash"
     error = fields_of(outcome.outputs[0])[b"error"]

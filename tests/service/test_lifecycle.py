@@ -30,7 +30,7 @@ POISON = GOOD.replace(b'"STOP"', b'"POISON"')
 
 SLOW_NORMALIZER = """
 import importlib, time
-formats = importlib.import_module("thoughtline.normalize").FORMATS
+formats = importlib.import_module("thoughtline.formats").FORMATS
 original = formats["gemini"]
 def slow(body, **options):
     time.sleep(0.002)  # a batch takes long enough that a signal lands in the middle of one
@@ -40,7 +40,7 @@ formats["gemini"] = slow
 
 POISONED_NORMALIZER = """
 import importlib, os, signal
-formats = importlib.import_module("thoughtline.normalize").FORMATS
+formats = importlib.import_module("thoughtline.formats").FORMATS
 original = formats["gemini"]
 def poisoned(body, **options):
     if b'"POISON"' in body:

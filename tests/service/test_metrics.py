@@ -7,6 +7,7 @@ import asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from thoughtline.detection_codes import LEAKED_THOUGHT, MALFORMED_PART
+from thoughtline.formats.dialects import DIALECT_NAMES
 from thoughtline.metrics import (
     DEAD_LETTER_REASONS,
     FORMAT_LABELS,
@@ -15,7 +16,6 @@ from thoughtline.metrics import (
     HealthServer,
     Metrics,
 )
-from thoughtline.normalize.dialects import DIALECT_NAMES
 from thoughtline.record import Detection, Record, Usage
 
 DESIGN_METRICS = {

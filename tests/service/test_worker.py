@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from importlib import import_module
 from typing import Any
 
 import pytest
@@ -16,10 +15,11 @@ from thoughtline.config import Settings
 from thoughtline.delivery import Committer
 from thoughtline.demo import sample_files, sample_format
 from thoughtline.entries import process
+from thoughtline.formats import FORMATS
 from thoughtline.record import KNOWN_FORMATS
 
 pytestmark = pytest.mark.redis
-FORMATS = import_module("thoughtline.normalize").FORMATS
+FORMATS = FORMATS
 GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.json").read_bytes()
 
 
@@ -49,7 +49,7 @@ async def test_every_sample_of_a_format_becomes_its_record(
     format_name: str, settings: Settings, client: redis.Redis
 ) -> None:
     if format_name not in FORMATS:
-        pytest.skip(f"{format_name} is not registered in thoughtline.normalize.FORMATS yet")
+        pytest.skip(f"{format_name} is not registered in thoughtline.formats.FORMATS yet")
     samples = [s for s in sample_files() if sample_format(s.name) == format_name]
     assert samples, f"no sample for {format_name} in thoughtline/samples"
     for sample in samples:

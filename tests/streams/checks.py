@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import thoughtline
-from thoughtline import streams
 from thoughtline.record import Record
 
 
@@ -24,7 +23,7 @@ def comparable(record: Record) -> dict[str, Any]:
 
 def assert_deltas_add_up(payload: bytes, record: Record, chunk_count: int | None = None) -> None:
     """One delta per chunk; accumulations grow by the deltas and end at the record."""
-    deltas = streams.deltas(payload, record.format)
+    deltas = thoughtline.deltas(payload, record.format)
     if chunk_count is not None:
         assert len(deltas) == chunk_count
     text = thinking = ""

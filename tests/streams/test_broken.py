@@ -13,10 +13,10 @@ import thoughtline
 from tests.corpus.notes import CORPUS
 from tests.streams.checks import comparable
 from tests.streams.streamers import STREAMERS, as_jsonl, whole
-from thoughtline import streams
 from thoughtline.errors import NormalizeError, UnknownFormatError
 from thoughtline.record import Record, Usage
-from thoughtline.stream_formats.base import Assembly
+from thoughtline.streams import reading
+from thoughtline.streams.base import Assembly
 
 pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
 
@@ -62,7 +62,7 @@ def test_a_bad_json_line_is_skipped_and_reported() -> None:
     assert (record.content, record.thinking) == ("Done.", "Plan it.")
     assert _codes(record) == [("invalid_chunk", "chunks[3]")]
     assert record.finish_reason == "stop"
-    assert len(streams.deltas(b"\n".join(lines))) == len(lines)
+    assert len(thoughtline.deltas(b"\n".join(lines))) == len(lines)
 
 
 @pytest.mark.parametrize("kept", [1, 3, 6, 8])
@@ -198,7 +198,7 @@ def test_streams_with_nothing_usable_are_a_clear_error(
         thoughtline.normalize(payload)
     assert raised.value.reason == reason
     with pytest.raises(error):
-        streams.deltas(payload)
+        thoughtline.deltas(payload)
 
 
 def test_a_format_without_a_stream_assembler_is_refused_clearly() -> None:
@@ -235,7 +235,7 @@ def test_a_damaged_recording_never_crashes(stream: Path, data: st.DataObject) ->
     except NormalizeError:
         return
     comparable(record)  # the record encodes
-    deltas = streams.deltas(bytes(payload), record.format)
+    deltas = thoughtline.deltas(bytes(payload), record.format)
     out_of_order = any(found.code == "stream_out_of_order" for found in record.detections)
     if record.format != "openai_responses" and not out_of_order:
         # (a Responses record reads the terminal event's response, its deltas the delta
@@ -251,6 +251,6 @@ def test_a_cut_stream_never_reports_usage_even_if_its_assembly_had_some() -> Non
     record = thoughtline.normalize(body)
     assert record.usage != Usage()
     cut = Assembly(body=body, pieces=[], complete=False)
-    streams._add_stream_facts(record, cut, 3)
+    reading._add_stream_facts(record, cut, 3)
     _assert_cut(record)
     assert _codes(record) == [("truncated_stream", "chunks[3]")]

@@ -17,7 +17,7 @@ import thoughtline
 from tests.corpus.notes import CORPUS
 from tests.streams.checks import assert_deltas_add_up
 from tests.streams.streamers import STREAMERS, as_jsonl, as_sse, whole
-from thoughtline import streams
+from thoughtline import normalization
 from thoughtline.record import Delta, DeltaText
 
 pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
@@ -42,7 +42,7 @@ def _chat(content_pieces: list[str], reasoning: str | None = None) -> bytes:
 
 def test_deltas_have_the_seed_shape() -> None:
     payload = (CORPUS / "anthropic" / "sonnet45-stream-clear-thinking.jsonl").read_bytes()
-    deltas = streams.deltas(payload)
+    deltas = thoughtline.deltas(payload)
     first = json.loads(msgspec_encode(deltas[3]))
     assert set(first) == {
         "id",
@@ -78,7 +78,7 @@ def msgspec_encode(delta: Delta) -> bytes:
 
 def test_a_tag_split_across_chunks_never_shows_in_a_delta() -> None:
     payload = _chat(["Hi [THI", "NK]plan", " it[/TH", "INK] then", " answer"])
-    deltas = streams.deltas(payload)
+    deltas = thoughtline.deltas(payload)
     record = thoughtline.normalize(payload)
     # the block goes, the spaces on both sides stay (nothing was glued)
     assert (record.content, record.thinking) == ("Hi  then answer", "plan it")
@@ -98,7 +98,7 @@ def test_a_tag_split_across_chunks_never_shows_in_a_delta() -> None:
 
 def test_a_partial_tag_is_text_in_the_chunk_it_came_in() -> None:
     payload = _chat(["Use a", " <thi"])
-    deltas = streams.deltas(payload)
+    deltas = thoughtline.deltas(payload)
     assert [delta.delta.text for delta in deltas] == ["", "Use a", " <thi", "", ""]
     assert deltas[-1].accumulated_text == thoughtline.normalize(payload).content == "Use a <thi"
 
@@ -143,7 +143,7 @@ def test_thinking_blocks_join_with_lf_in_the_deltas() -> None:
 def test_a_non_streamed_body_is_one_final_delta() -> None:
     body = (CORPUS / "openai-compat" / "deepseek-reasoner-vercel.json").read_bytes()
     record = thoughtline.normalize(body)
-    (delta,) = streams.deltas(body)
+    (delta,) = thoughtline.deltas(body)
     assert delta.is_final and delta.seq == 0 and delta.id == record.id
     assert delta.delta == DeltaText(text=record.content, thinking=record.thinking or "")
     assert delta.usage == record.usage
@@ -151,7 +151,9 @@ def test_a_non_streamed_body_is_one_final_delta() -> None:
 
 def test_normalize_with_deltas_gives_the_record_normalize_gives() -> None:
     payload = (CORPUS / "gemini" / "gemini25-pro-stream-thoughts.sse").read_bytes()
-    record, deltas = streams.normalize_with_deltas(payload, meta=b'{"k": 1}', record_id="req-1")
+    record, deltas = normalization.normalize_with_deltas(
+        payload, meta=b'{"k": 1}', record_id="req-1"
+    )
     expected = thoughtline.normalize(payload, meta=b'{"k": 1}', record_id="req-1")
     assert thoughtline.encode(record) == thoughtline.encode(expected)
     assert {delta.id for delta in deltas} == {"req-1"}
@@ -175,7 +177,7 @@ def test_inline_extraction_by_chunks_equals_the_whole_text_extraction(
     payload = _chat(pieces)
     record = thoughtline.normalize(payload)
     assert_deltas_add_up(payload, record)
-    for delta in streams.deltas(payload):
+    for delta in thoughtline.deltas(payload):
         assert delta.accumulated_text == record.content[: len(delta.accumulated_text)]
 
 
@@ -195,7 +197,7 @@ def test_the_command_line_prints_one_delta_per_chunk(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["anthropic/sonnet45-stream-clear-thinking.jsonl"])
 def test_every_chunk_gets_a_delta_even_pings(name: str) -> None:
     payload = (CORPUS / name).read_bytes()
-    assert len(streams.deltas(payload)) == len(payload.strip().splitlines())
+    assert len(thoughtline.deltas(payload)) == len(payload.strip().splitlines())
 
 
 def test_only_the_reasoning_field_the_record_reads_counts_in_the_deltas() -> None:

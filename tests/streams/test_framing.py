@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from thoughtline.stream_formats.base import Chunk
-from thoughtline.stream_formats.framing import Framed, frame, looks_like_stream
+from thoughtline.format_detection import looks_like_stream
+from thoughtline.streams.base import Chunk
+from thoughtline.streams.framing import Framed, frame
 
 
 @pytest.mark.parametrize(

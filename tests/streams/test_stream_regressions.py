@@ -10,9 +10,9 @@ import pytest
 
 import thoughtline
 from tests.streams.checks import assert_deltas_add_up, comparable
-from thoughtline import streams
+from thoughtline import normalization
 from thoughtline.errors import NormalizeError
-from thoughtline.stream_formats import ASSEMBLERS
+from thoughtline.streams.assemblers import ASSEMBLERS
 
 
 def _sse(*events: dict[str, Any] | str) -> bytes:
@@ -121,10 +121,10 @@ def test_normalize_with_deltas_rejects_a_stream_that_is_not_utf8() -> None:
     with pytest.raises(NormalizeError) as from_normalize:
         thoughtline.normalize(stream)
     with pytest.raises(NormalizeError) as from_deltas:
-        streams.normalize_with_deltas(stream)
+        normalization.normalize_with_deltas(stream)
     assert from_deltas.value.reason == from_normalize.value.reason == "not_json"
     with pytest.raises(NormalizeError):
-        streams.deltas(stream, "anthropic")
+        thoughtline.deltas(stream, "anthropic")
 
 
 # 3. A Gemini `thought` that is not a JSON boolean (1, 0, 1.0) is a part of its own, reported.
@@ -174,7 +174,7 @@ def test_chat_deltas_join_reasoning_blocks_of_one_chunk_with_lf() -> None:
         _chat_chunk({"content": "ok"}, "stop"),
         "[DONE]",
     )
-    record, deltas = streams.normalize_with_deltas(stream)
+    record, deltas = normalization.normalize_with_deltas(stream)
     assert record.thinking == "plan\nstep"
     assert deltas[-1].accumulated_thinking == "plan\nstep"
     assert_deltas_add_up(stream, record)
@@ -196,7 +196,7 @@ def test_chat_deltas_join_reasoning_blocks_across_chunks_once() -> None:
         _chat_chunk({"content": "ok"}, "stop"),
         "[DONE]",
     )
-    record, deltas = streams.normalize_with_deltas(stream)
+    record, deltas = normalization.normalize_with_deltas(stream)
     assert record.thinking == "ab\ncd"
     assert deltas[-1].accumulated_thinking == "ab\ncd"
     assert_deltas_add_up(stream, record)
@@ -211,7 +211,7 @@ def test_chat_deltas_carry_a_refusal_content_part() -> None:
         _chat_chunk({"content": [{"type": "refusal", "refusal": "I can't help."}]}, "stop"),
         "[DONE]",
     )
-    record, deltas = streams.normalize_with_deltas(stream, "openai_chat")
+    record, deltas = normalization.normalize_with_deltas(stream, "openai_chat")
     assert record.content == "Sorry, I can't help."
     assert deltas[-1].accumulated_text == "Sorry, I can't help."
     assert [delta.delta.text for delta in deltas] == ["Sorry, ", "I can't help."]
@@ -226,7 +226,7 @@ def test_mistral_deltas_carry_no_refusal_content_part() -> None:
         ),
         "[DONE]",
     )
-    record, deltas = streams.normalize_with_deltas(stream, "mistral")
+    record, deltas = normalization.normalize_with_deltas(stream, "mistral")
     assert (record.content, deltas[-1].accumulated_text) == ("", "")
     assert_deltas_add_up(stream, record)
 
@@ -246,7 +246,7 @@ def test_mistral_deltas_carry_no_refusal_content_part() -> None:
     ids=["json-objects", "garbage-and-json", "jsonl"],
 )
 def test_a_stream_of_no_known_chunk_is_invalid_payload(format_name: str, stream: bytes) -> None:
-    for read in (thoughtline.normalize, streams.normalize_with_deltas):
+    for read in (thoughtline.normalize, normalization.normalize_with_deltas):
         with pytest.raises(NormalizeError) as raised:
             read(stream, format_name)
         assert raised.value.reason == "invalid_payload"
@@ -259,3 +259,27 @@ def test_a_stream_of_only_an_error_event_is_still_read() -> None:
     record = thoughtline.normalize(stream, "anthropic")
     assert record.finish_reason == "error"
     assert "stream_error" in [found.code for found in record.detections]
+
+
+# One stream event on its own (a stream cut after its first event): read as a cut stream when
+# the format is left to detection; with a format given it is read as that format's body, which
+# it is not, so it is refused (no second guess on the hot path).
+
+ONE_EVENT = (
+    b'{"type":"message_start","message":{"id":"m1","type":"message","role":"assistant",'
+    b'"content":[],"model":"claude"}}'
+)
+
+
+def test_one_stream_event_without_a_format_is_a_cut_stream() -> None:
+    record = thoughtline.normalize(ONE_EVENT)
+    assert (record.format, [d.code for d in record.detections]) == (
+        "anthropic",
+        ["truncated_stream"],
+    )
+
+
+def test_one_stream_event_with_a_format_is_refused() -> None:
+    with pytest.raises(NormalizeError) as raised:
+        thoughtline.normalize(ONE_EVENT, "anthropic")
+    assert raised.value.reason == "invalid_payload"

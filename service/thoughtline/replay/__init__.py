@@ -15,6 +15,7 @@ The Redis side (remembering fingerprints and the reasoning-only streak per conve
 `thoughtline.conversation_store`.
 """
 
+from thoughtline.format_detection import detect_request_format
 from thoughtline.replay.contents import (
     ConversionTarget,
     ConvertedHistory,
@@ -39,7 +40,6 @@ from thoughtline.replay.history import (
 )
 from thoughtline.replay.records import read_records
 from thoughtline.replay.request import RequestInspection, inspect_request, normalize_request
-from thoughtline.replay.request_formats import detect_request_format
 
 __all__ = [
     "DEFAULT_REASONING_ONLY_LOOP_LIMIT",

@@ -15,7 +15,7 @@ from typing import Final
 
 import msgspec
 
-from thoughtline.normalize.compose import leaked
+from thoughtline.formats.compose import leaked
 from thoughtline.record import Detection, Record
 from thoughtline.replay.fingerprints import text_fingerprints
 from thoughtline.replay.history import reasoning_paths

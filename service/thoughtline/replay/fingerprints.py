@@ -19,7 +19,7 @@ from typing import Final
 
 import msgspec
 
-from thoughtline.normalize.compose import REASONING_IN_CONTENT_MIN_CHARS, leaked
+from thoughtline.formats.compose import REASONING_IN_CONTENT_MIN_CHARS, leaked
 from thoughtline.record import Detection
 
 MIN_SEGMENT_CHARS: Final = REASONING_IN_CONTENT_MIN_CHARS

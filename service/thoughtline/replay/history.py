@@ -21,7 +21,7 @@ from typing import Final
 import msgspec
 
 from thoughtline.errors import ReplayError
-from thoughtline.normalize.inline_reasoning import REASONING_IN_TEXT_CODES
+from thoughtline.formats.inline_reasoning import REASONING_IN_TEXT_CODES
 from thoughtline.record import KNOWN_FORMATS, Record
 from thoughtline.replay import rebuild
 from thoughtline.replay.messages import MESSAGE_FORMATS, native_message, read_message

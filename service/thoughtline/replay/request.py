@@ -19,26 +19,18 @@ from typing import Any, cast
 
 import msgspec
 
-from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.normalize import (
-    DEFAULT_MAX_PAYLOAD_BYTES,
-    PROVIDERS,
-    inline_reasoning,
-    meta_object,
-)
-from thoughtline.normalize.compose import EMPTY_META, decode, leaked
-from thoughtline.record import KNOWN_FORMATS, Detection, FormatName, Record
+from thoughtline.format_detection import detect_request_format
+from thoughtline.formats import PROVIDERS, inline_reasoning
+from thoughtline.formats.compose import EMPTY_META, decode, leaked
+from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_payload
+from thoughtline.record import Detection, FormatName, Record
 from thoughtline.replay.fingerprints import (
     HistoryFingerprint,
     fingerprint_history_text,
     repeated_reasoning,
     text_fingerprints,
 )
-from thoughtline.replay.request_formats import (
-    REQUEST_READERS,
-    RequestReading,
-    detect_request_format,
-)
+from thoughtline.replay.request_formats import REQUEST_READERS, RequestReading
 
 
 class RequestInspection(msgspec.Struct):
@@ -71,11 +63,14 @@ def inspect_request(
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
 ) -> RequestInspection:
     """`normalize_request`, plus the fingerprints of the history's assistant texts."""
-    body = _request_body(payload, format, max_payload_bytes)
+    checked = check_payload(
+        payload, format, meta=meta, max_payload_bytes=max_payload_bytes, what="request"
+    )
+    body = decode(checked.body, dict[str, Any], "request")
     chosen = format if format is not None else detect_request_format(body)
     reading = REQUEST_READERS[chosen](body)
     detections = [*reading.detections, *_inline_detections(reading), *_in_request_repeats(reading)]
-    meta_raw = meta_object(meta)
+    meta_raw = checked.meta
     record = Record(
         id=record_id or "",
         format=cast(FormatName, chosen),  # checked, or detected
@@ -94,17 +89,6 @@ def history_fingerprints(reading: RequestReading) -> list[HistoryFingerprint]:
         for path, texts in reading.assistant_texts
         for fingerprint in fingerprint_history_text(path, "\n".join(texts))
     ]
-
-
-def _request_body(payload: bytes | str, format: str | None, limit: int) -> dict[str, Any]:
-    data = payload.encode() if isinstance(payload, str) else payload
-    if len(data) > limit:
-        raise NormalizeError("too_large", f"request is {len(data)} bytes, over the cap of {limit}")
-    if not data.strip():
-        raise NormalizeError("empty", "request is empty")
-    if format is not None and format not in KNOWN_FORMATS:
-        raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}")
-    return decode(data, dict[str, Any], "request")
 
 
 def _inline_detections(reading: RequestReading) -> list[Detection]:

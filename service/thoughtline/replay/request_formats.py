@@ -25,8 +25,7 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.errors import UnknownFormatError
-from thoughtline.normalize.compose import leaked, malformed
+from thoughtline.formats.compose import leaked, malformed
 from thoughtline.record import Detection
 
 
@@ -41,45 +40,7 @@ RequestReader = Callable[[dict[str, Any]], RequestReading]
 _MARKED_PART_TYPES: Final = frozenset(
     {"thinking", "redacted_thinking", "reasoning", "reasoning_text", "summary_text"}
 )
-_ANTHROPIC_BLOCK_TYPES: Final = frozenset(
-    {"thinking", "redacted_thinking", "tool_use", "tool_result", "document", "image"}
-)
-_BEDROCK_BLOCK_KEYS: Final = frozenset(
-    {"text", "toolUse", "toolResult", "reasoningContent", "image", "document"}
-)
 _CHAT_REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
-
-
-def detect_request_format(body: dict[str, Any]) -> str:
-    """The format of a request body, from its top-level shape and its message blocks."""
-    if "contents" in body:
-        return "gemini"
-    if "input" in body:
-        return "openai_responses"
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        raise UnknownFormatError(
-            "request matches no known format (tried: Gemini `contents`, Responses `input`, "
-            "`messages` of Anthropic, Bedrock, Chat, Mistral, Ollama); pass the format"
-        )
-    blocks = [
-        block
-        for message in messages
-        if isinstance(message, dict) and isinstance(message.get("content"), list)
-        for block in message["content"]
-        if isinstance(block, dict)
-    ]
-    if any(isinstance(block.get("thinking"), list) for block in blocks):
-        return "mistral"  # a Mistral thinking chunk holds a list; Anthropic's a string
-    if any(block.get("type") in _ANTHROPIC_BLOCK_TYPES for block in blocks):
-        return "anthropic"
-    if any("type" not in block and set(block) & _BEDROCK_BLOCK_KEYS for block in blocks):
-        return "bedrock_converse"
-    if {"options", "think", "keep_alive"} & set(body):
-        return "ollama"
-    if "anthropic_version" in body or isinstance(body.get("system"), str):
-        return "anthropic"
-    return "openai_chat"
 
 
 def _read_gemini(body: dict[str, Any]) -> RequestReading:

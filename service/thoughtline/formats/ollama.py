@@ -22,8 +22,8 @@ from typing import Any, Final
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize.compose import Turn, build_record, decode, malformed, present
-from thoughtline.normalize.function_calls import read_tool_calls, string_or_none
+from thoughtline.formats.compose import Turn, build_record, decode, malformed, present
+from thoughtline.formats.function_calls import read_tool_calls, string_or_none
 from thoughtline.record import Detection, FinishReason, Record, Usage
 
 FORMAT: Final = "ollama"

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize.compose import decoder_for
+from thoughtline.formats.compose import decoder_for
 
 T = TypeVar("T")
 

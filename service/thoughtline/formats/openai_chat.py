@@ -36,7 +36,7 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize.compose import (
+from thoughtline.formats.compose import (
     Turn,
     build_record,
     decode,
@@ -47,7 +47,7 @@ from thoughtline.normalize.compose import (
     malformed,
     present,
 )
-from thoughtline.normalize.function_calls import (
+from thoughtline.formats.function_calls import (
     RawList,
     decode_or_detect,
     read_function_call,

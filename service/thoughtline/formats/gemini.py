@@ -15,7 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize.compose import (
+from thoughtline.formats.compose import (
     Turn,
     build_record,
     decode,
@@ -23,7 +23,7 @@ from thoughtline.normalize.compose import (
     malformed,
     present,
 )
-from thoughtline.normalize.wire_values import string_or_none, view_or_none
+from thoughtline.formats.wire_values import string_or_none, view_or_none
 from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 
 FORMAT: Final = "gemini"

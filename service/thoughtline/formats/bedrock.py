@@ -25,7 +25,7 @@ from typing import Any, Final
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize.compose import (
+from thoughtline.formats.compose import (
     Turn,
     build_record,
     decode,
@@ -35,7 +35,7 @@ from thoughtline.normalize.compose import (
     present,
     tool_arguments,
 )
-from thoughtline.normalize.wire_values import is_filled_string, string_or_none, view_or_none
+from thoughtline.formats.wire_values import is_filled_string, string_or_none, view_or_none
 from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 
 FORMAT: Final = "bedrock_converse"

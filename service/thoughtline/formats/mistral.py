@@ -17,9 +17,9 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.normalize import openai_chat
-from thoughtline.normalize.compose import build_record, decode, decoder_for, malformed
-from thoughtline.normalize.openai_chat import ContentTexts, add_visible_text, part_type
+from thoughtline.formats import openai_chat
+from thoughtline.formats.compose import build_record, decode, decoder_for, malformed
+from thoughtline.formats.openai_chat import ContentTexts, add_visible_text, part_type
 from thoughtline.record import FinishReason, Record
 
 FORMAT: Final = "mistral"

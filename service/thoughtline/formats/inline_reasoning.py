@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal, NamedTuple
 
-from thoughtline.normalize.dialects import (
+from thoughtline.formats.dialects import (
     DIALECTS,
     SUSPECTED_REASONING_OPENINGS,
     TOOL_CALL_MARKERS,

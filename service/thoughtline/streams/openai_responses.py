@@ -20,8 +20,8 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.normalize.compose import malformed, present
-from thoughtline.stream_formats.base import (
+from thoughtline.formats.compose import malformed, present
+from thoughtline.streams.base import (
     Assembly,
     Chunk,
     Piece,

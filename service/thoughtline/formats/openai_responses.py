@@ -25,7 +25,7 @@ from typing import Any, Final
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize.compose import (
+from thoughtline.formats.compose import (
     Turn,
     build_record,
     decode,

@@ -27,14 +27,14 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from thoughtline.normalize.compose import present
-from thoughtline.normalize.openai_chat import (
+from thoughtline.formats.compose import present
+from thoughtline.formats.openai_chat import (
     THOUGHT_CLOSER,
     THOUGHT_OPENER,
     ThoughtSpan,
     thought_spans,
 )
-from thoughtline.stream_formats.base import (
+from thoughtline.streams.base import (
     NULL,
     Assembly,
     Chunk,
@@ -47,7 +47,7 @@ from thoughtline.stream_formats.base import (
     merge_last_wins,
     read_object,
 )
-from thoughtline.stream_formats.chat_message import REASONING_FIELDS, MessageAssembler
+from thoughtline.streams.chat_message import REASONING_FIELDS, MessageAssembler
 
 _VISIBLE_SOURCES: Final = frozenset({"content", "refusal", "refusal_part"})
 _MISTRAL_VISIBLE_SOURCES: Final = frozenset({"content", "refusal"})

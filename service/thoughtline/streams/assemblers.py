@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from thoughtline.stream_formats import (
+from thoughtline.streams import (
     anthropic,
     bedrock,
     gemini,
@@ -17,7 +17,7 @@ from thoughtline.stream_formats import (
     openai_chat,
     openai_responses,
 )
-from thoughtline.stream_formats.base import Assembly, Chunk
+from thoughtline.streams.base import Assembly, Chunk
 
 Assembler = Callable[[Sequence[Chunk], bool], Assembly]
 

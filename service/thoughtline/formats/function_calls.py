@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize.compose import Turn, decoder_for, malformed, present, tool_arguments
+from thoughtline.formats.compose import Turn, decoder_for, malformed, present, tool_arguments
 from thoughtline.record import Detection, ToolCall
 
 View = TypeVar("View")

@@ -18,8 +18,8 @@ from typing import Any, Final, NamedTuple, TypeVar
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.normalize import inline_reasoning
-from thoughtline.normalize.dialects import THOUGHT_LABEL_MODELS
+from thoughtline.formats import inline_reasoning
+from thoughtline.formats.dialects import THOUGHT_LABEL_MODELS
 from thoughtline.record import (
     Detection,
     DialectName,

@@ -14,7 +14,7 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
 
-from thoughtline.normalize.compose import malformed, present
+from thoughtline.formats.compose import malformed, present
 from thoughtline.record import Detection
 
 T = TypeVar("T")

@@ -20,7 +20,7 @@ from typing import Final, NamedTuple
 
 import msgspec
 
-from thoughtline.stream_formats.base import Chunk, RawObject
+from thoughtline.streams.base import Chunk, RawObject
 
 SSE_STARTS: Final = (b"data:", b"event:", b":", b"id:", b"retry:")
 DONE: Final = b"[DONE]"
@@ -34,14 +34,6 @@ class Framed(NamedTuple):
     chunks: list[Chunk]
     done_marker: bool
     """A `[DONE]` sentinel was seen (Chat-style streams end with it)."""
-
-
-def looks_like_stream(body: bytes) -> bool:
-    """True for SSE text, a JSON array, JSON lines, or a lone stream-only event.
-
-    A pretty-printed single body has `{` alone on its first line: not a stream.
-    """
-    return holds_several_chunks(body) or (body.startswith(b"{") and is_stream_event(body))
 
 
 def holds_several_chunks(body: bytes) -> bool:
@@ -63,31 +55,6 @@ def holds_several_chunks(body: bytes) -> bool:
     except (msgspec.DecodeError, RecursionError):
         return False
     return True
-
-
-class _EventShape(msgspec.Struct):
-    """What only a stream event has: no non-streamed body looks like this."""
-
-    type: str | None = None
-    object: str | None = None
-    messageStart: msgspec.Raw = msgspec.Raw()  # noqa: N815 - wire name
-    contentBlockDelta: msgspec.Raw = msgspec.Raw()  # noqa: N815
-
-
-def is_stream_event(body: bytes) -> bool:
-    """A one-chunk stream (cut after its first event): an Anthropic, Responses, Chat chunk or
-    Bedrock event. A lone Gemini or Ollama chunk has its body's shape and reads as a body."""
-    try:
-        shape = msgspec.json.decode(body, type=_EventShape)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return False
-    event_type = shape.type or ""
-    return (
-        event_type.startswith(("message_", "content_block_", "response."))
-        or shape.object == "chat.completion.chunk"
-        or len(shape.messageStart) > 0
-        or len(shape.contentBlockDelta) > 0
-    )
 
 
 def frame(body: bytes) -> Framed:

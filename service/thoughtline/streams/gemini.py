@@ -26,8 +26,8 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.normalize.compose import present
-from thoughtline.stream_formats.base import (
+from thoughtline.formats.compose import present
+from thoughtline.streams.base import (
     Assembly,
     Chunk,
     Piece,

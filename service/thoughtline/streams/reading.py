@@ -1,21 +1,5 @@
-"""Pure: recorded streams (SSE, JSON lines or a JSON array of chunks) -> one record, plus deltas.
-
-A stream's record is the record of the same turn's non-streamed body, by construction:
-
-    payload --frame--> chunks --assemble--> the provider's non-streamed body
-            --FORMATS[format]--> record --stream facts--> record
-
-`stream_formats.framing` splits the recording into chunks, `stream_formats.<format>` rebuilds
-the body the non-streamed call would have returned (opaque values copied byte for byte), and
-the one format module that reads bodies reads it. Only what a body cannot say is added here:
-a stream cut before its terminal event (`truncated_stream`: usage and finish reason null), an
-error event (`stream_error`: finish reason `error`), chunks that are not JSON (`invalid_chunk`)
-and events out of order (`stream_out_of_order`).
-
-Deltas (seed 003's shape): one per chunk, from the text each chunk added; inline tags are
-extracted incrementally, knowing the whole visible text up front (a recording is complete), so
-at `is_final` the accumulations equal the record's content and thinking.
-"""
+"""Recorded streams -> the turn's record (the body its assembler rebuilt, read by the body
+reader) and one delta per chunk; see the package docstring for the whole path."""
 
 from __future__ import annotations
 
@@ -25,30 +9,16 @@ from typing import Final
 import msgspec
 
 from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.normalize import (
-    DEFAULT_MAX_PAYLOAD_BYTES,
-    FORMATS,
-    meta_object,
-    normalize,
-    require_utf8,
-)
-from thoughtline.normalize.compose import malformed, may_carry_thought_label
-from thoughtline.normalize.inline_reasoning import extract_chunks
-from thoughtline.record import KNOWN_FORMATS, Delta, DeltaText, Record, Usage
-from thoughtline.stream_formats import ASSEMBLERS
-from thoughtline.stream_formats.base import Assembly, Chunk, Piece
-from thoughtline.stream_formats.detect import detect_stream_format
-from thoughtline.stream_formats.framing import Framed, frame, holds_several_chunks, is_stream_event
-from thoughtline.stream_formats.framing import looks_like_stream as _looks_like_stream
+from thoughtline.format_detection import detect_stream_format
+from thoughtline.formats import FORMATS
+from thoughtline.formats.compose import malformed, may_carry_thought_label
+from thoughtline.formats.inline_reasoning import extract_chunks
+from thoughtline.record import Delta, DeltaText, Record, Usage
+from thoughtline.streams.assemblers import ASSEMBLERS
+from thoughtline.streams.base import Assembly, Chunk, Piece
+from thoughtline.streams.framing import Framed, frame
 
-__all__ = [
-    "deltas",
-    "holds_several_chunks",
-    "is_stream_event",
-    "looks_like_stream",
-    "normalize_stream",
-    "normalize_with_deltas",
-]
+__all__ = ["read_stream", "stream_deltas", "whole_body_delta"]
 
 _FAMILY: Final = {"mistral": "openai_chat"}
 """Formats whose stream chunks share one shape."""
@@ -57,58 +27,7 @@ _CUT_DETECTIONS: Final = frozenset({"usage_inconsistent"})
 """Detections about usage that a cut stream no longer reports."""
 
 
-def looks_like_stream(body: bytes) -> bool:
-    """True for SSE text, a JSON array of chunks, or JSON lines (several top-level values)."""
-    return _looks_like_stream(body)
-
-
-def normalize_stream(
-    body: bytes,
-    format: str | None,
-    *,
-    record_id: str | None,
-    meta: msgspec.Raw | None,
-) -> Record:
-    """One recorded stream (already stripped and size-checked) -> the turn's record."""
-    record, _ = _read_stream(body, format, record_id=record_id, meta=meta)
-    return record
-
-
-def deltas(
-    payload: bytes,
-    format: str | None = None,
-    *,
-    record_id: str | None = None,
-) -> list[Delta]:
-    """One normalized delta per raw chunk; a non-streamed body gives one final delta."""
-    return normalize_with_deltas(payload, format, record_id=record_id)[1]
-
-
-def normalize_with_deltas(
-    payload: bytes | str,
-    format: str | None = None,
-    *,
-    record_id: str | None = None,
-    meta: bytes | str | None = None,
-    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
-) -> tuple[Record, list[Delta]]:
-    """The record and its deltas from one pass over the payload (what the worker publishes
-    for `deltas=1` entries); the same checks and errors as `normalize`."""
-    data = payload.encode() if isinstance(payload, str) else payload
-    body = data.strip()
-    if not looks_like_stream(body) or len(data) > max_payload_bytes:
-        record = normalize(
-            data, format, record_id=record_id, meta=meta, max_payload_bytes=max_payload_bytes
-        )
-        return record, [_whole_body_delta(record, record_id)]
-    require_utf8(data)
-    if format is not None and format not in KNOWN_FORMATS:
-        raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}")
-    record, assembly = _read_stream(body, format, record_id=record_id, meta=meta_object(meta))
-    return record, _deltas(record, assembly.pieces, record_id or record.id)
-
-
-def _read_stream(
+def read_stream(
     body: bytes,
     format: str | None,
     *,
@@ -191,7 +110,7 @@ def _add_stream_facts(record: Record, assembly: Assembly, chunk_count: int) -> N
         record.detections.append(malformed("truncated_stream", f"chunks[{chunk_count}]"))
 
 
-def _whole_body_delta(record: Record, record_id: str | None) -> Delta:
+def whole_body_delta(record: Record, record_id: str | None) -> Delta:
     """A non-streamed body is one chunk: one final delta holding the whole turn."""
     thinking = record.thinking or ""
     return Delta(
@@ -207,7 +126,7 @@ def _whole_body_delta(record: Record, record_id: str | None) -> Delta:
     )
 
 
-def _deltas(record: Record, pieces: Sequence[Piece], delta_id: str) -> list[Delta]:
+def stream_deltas(record: Record, pieces: Sequence[Piece], delta_id: str) -> list[Delta]:
     _, contents, inline_thinking = extract_chunks(
         [piece.text for piece in pieces], thought_label=may_carry_thought_label(record.model)
     )

@@ -1,0 +1,257 @@
+"""Which format a payload is, and whether it is one body or a recorded stream: for response
+bodies, for recorded streams (by their chunks) and for request bodies, with the providers'
+stream event names written once.
+
+Detection reads top-level keys only (`msgspec.Raw` values are skipped, never decoded), and
+runs only when the producer gave no format: with a format, a compact one-line body goes
+straight to its reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final, NamedTuple
+
+import msgspec
+
+from thoughtline.errors import UnknownFormatError
+from thoughtline.formats import mistral
+from thoughtline.formats.compose import decode, present
+from thoughtline.streams.base import Chunk
+from thoughtline.streams.framing import holds_several_chunks
+
+ANTHROPIC_EVENTS: Final = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+    }
+)
+"""Anthropic's stream event names (`event:` lines and each chunk's `type`)."""
+BEDROCK_EVENTS: Final = frozenset(
+    {
+        "messageStart",
+        "contentBlockStart",
+        "contentBlockDelta",
+        "contentBlockStop",
+        "messageStop",
+        "metadata",
+    }
+)
+"""Bedrock ConverseStream's event names (event lines, or each chunk's only key)."""
+RESPONSES_EVENT_PREFIX: Final = "response."
+CHAT_CHUNK_OBJECT: Final = "chat.completion.chunk"
+
+_LONE_EVENT_KEYS: Final = frozenset({"messageStart", "contentBlockDelta"})
+"""Bedrock events that no body has at its top level (a lone `metadata` could be anything)."""
+
+
+class _Shape(msgspec.Struct):
+    """The top-level keys that tell formats and stream chunks apart; values are skipped."""
+
+    type: Any = None
+    object: Any = None
+    candidates: msgspec.Raw = msgspec.Raw()
+    promptFeedback: msgspec.Raw = msgspec.Raw()  # noqa: N815 - wire name
+    usageMetadata: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    choices: msgspec.Raw = msgspec.Raw()
+    output: msgspec.Raw = msgspec.Raw()
+    stopReason: Any = None  # noqa: N815
+    message: msgspec.Raw = msgspec.Raw()
+    response: msgspec.Raw = msgspec.Raw()
+    done: msgspec.Raw = msgspec.Raw()
+    created_at: msgspec.Raw = msgspec.Raw()
+    content: msgspec.Raw = msgspec.Raw()
+    messageStart: msgspec.Raw = msgspec.Raw()  # noqa: N815 - Bedrock stream events
+    contentBlockStart: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    contentBlockDelta: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    contentBlockStop: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    messageStop: msgspec.Raw = msgspec.Raw()  # noqa: N815
+    metadata: msgspec.Raw = msgspec.Raw()
+
+    def event_type(self) -> str:
+        return self.type if isinstance(self.type, str) else ""
+
+    def is_stream_event(self) -> bool:
+        """Shapes only stream events have: a lone Gemini or Ollama chunk has its body's shape
+        and reads as a body."""
+        event_type = self.event_type()
+        return (
+            event_type in ANTHROPIC_EVENTS
+            or event_type.startswith(RESPONSES_EVENT_PREFIX)
+            or self.object == CHAT_CHUNK_OBJECT
+            or present(self.messageStart)
+            or present(self.contentBlockDelta)
+        )
+
+
+class PayloadKind(NamedTuple):
+    """How a payload is read: as one body of `format`, or as a recorded stream (`format`
+    None: detected from its chunks)."""
+
+    stream: bool
+    format: str | None
+
+
+def classify(body: bytes, format: str | None) -> PayloadKind:
+    """One body or a recorded stream, and the format when it is known already."""
+    if holds_several_chunks(body):
+        return PayloadKind(stream=True, format=format)
+    if format is not None:
+        return PayloadKind(stream=False, format=format)
+    shape = decode(body, _Shape, "payload")
+    if shape.is_stream_event():  # a stream cut after its first event
+        return PayloadKind(stream=True, format=None)
+    return PayloadKind(stream=False, format=_body_format(shape, body))
+
+
+def detect_format(body: bytes) -> str:
+    """The format of one non-streamed response body, from its top-level shape."""
+    shape = decode(body, _Shape, "payload")
+    if shape.is_stream_event():
+        raise UnknownFormatError("payload is a single stream event, not a response body")
+    return _body_format(shape, body)
+
+
+def looks_like_stream(body: bytes) -> bool:
+    """True for SSE text, a JSON array, JSON lines, or a lone stream-only event.
+
+    A pretty-printed single body has `{` alone on its first line: not a stream.
+    """
+    return holds_several_chunks(body) or (body.startswith(b"{") and is_stream_event(body))
+
+
+def is_stream_event(body: bytes) -> bool:
+    """True when a one-line JSON payload is a stream event, not a body."""
+    try:
+        return msgspec.json.decode(body, type=_Shape).is_stream_event()
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return False
+
+
+def _body_format(shape: _Shape, body: bytes) -> str:
+    if present(shape.candidates) or present(shape.promptFeedback):
+        return "gemini"
+    if shape.type == "message" and present(shape.content):
+        return "anthropic"
+    if present(shape.choices):
+        return "mistral" if mistral.has_mistral_chunks(body) else "openai_chat"
+    if shape.object == "response" or bytes(shape.output)[:1] == b"[":
+        return "openai_responses"
+    if present(shape.output) and shape.stopReason is not None:
+        return "bedrock_converse"
+    if present(shape.done) and (present(shape.message) or present(shape.response)):
+        return "ollama"
+    if present(shape.usageMetadata):
+        return "gemini"
+    raise UnknownFormatError(
+        "payload matches no known format (tried: Gemini `candidates`, Anthropic "
+        "`type: message`, Chat/Mistral `choices`, Responses `output` list, Bedrock "
+        "`output`+`stopReason`, Ollama `done`); pass the format explicitly"
+    )
+
+
+# --- recorded streams ----------------------------------------------------------------------
+
+
+def detect_stream_format(chunks: Sequence[Chunk]) -> str:
+    """The format of the first chunk whose shape is conclusive."""
+    for chunk in chunks:
+        found = _from_event_name(chunk.event) or _from_chunk_shape(chunk.data)
+        if found == "openai_chat" and any(mistral.has_mistral_chunks(c.data) for c in chunks):
+            return "mistral"  # a Chat-shaped stream whose delta content holds a Mistral chunk
+        if found is not None:
+            return found
+    raise UnknownFormatError(
+        "recorded stream matches no known format (tried: Gemini `candidates`, Anthropic "
+        "`message_start`/`content_block_*`, Chat/Mistral `choices`, Responses `response.*`, "
+        "Bedrock `contentBlockDelta`, Ollama `done`); pass the format explicitly"
+    )
+
+
+def _from_event_name(event: str | None) -> str | None:
+    if event is None:
+        return None
+    if event in ANTHROPIC_EVENTS:
+        return "anthropic"
+    if event.startswith(RESPONSES_EVENT_PREFIX):
+        return "openai_responses"
+    if event in BEDROCK_EVENTS:
+        return "bedrock_converse"
+    return None
+
+
+def _from_chunk_shape(data: bytes) -> str | None:
+    try:
+        shape = msgspec.json.decode(data, type=_Shape)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    event_type = shape.event_type()
+    if event_type in ANTHROPIC_EVENTS:
+        return "anthropic"
+    if event_type.startswith(RESPONSES_EVENT_PREFIX):
+        return "openai_responses"
+    if present(shape.candidates) or present(shape.usageMetadata) or present(shape.promptFeedback):
+        return "gemini"
+    if present(shape.choices) or shape.object == CHAT_CHUNK_OBJECT:
+        return "openai_chat"
+    if any(
+        present(value)
+        for value in (
+            shape.messageStart,
+            shape.contentBlockStart,
+            shape.contentBlockDelta,
+            shape.contentBlockStop,
+            shape.messageStop,
+            shape.metadata,
+        )
+    ):
+        return "bedrock_converse"
+    if present(shape.done) or present(shape.created_at):
+        return "ollama"
+    return None
+
+
+# --- request bodies ------------------------------------------------------------------------
+
+_ANTHROPIC_BLOCK_TYPES: Final = frozenset(
+    {"thinking", "redacted_thinking", "tool_use", "tool_result", "document", "image"}
+)
+_BEDROCK_BLOCK_KEYS: Final = frozenset(
+    {"text", "toolUse", "toolResult", "reasoningContent", "image", "document"}
+)
+
+
+def detect_request_format(body: dict[str, Any]) -> str:
+    """The format of a request body, from its top-level shape and its message blocks."""
+    if "contents" in body:
+        return "gemini"
+    if "input" in body:
+        return "openai_responses"
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise UnknownFormatError(
+            "request matches no known format (tried: Gemini `contents`, Responses `input`, "
+            "`messages` of Anthropic, Bedrock, Chat, Mistral, Ollama); pass the format"
+        )
+    blocks = [
+        block
+        for message in messages
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict)
+    ]
+    if any(isinstance(block.get("thinking"), list) for block in blocks):
+        return "mistral"  # a Mistral thinking chunk holds a list; Anthropic's a string
+    if any(block.get("type") in _ANTHROPIC_BLOCK_TYPES for block in blocks):
+        return "anthropic"
+    if any("type" not in block and set(block) & _BEDROCK_BLOCK_KEYS for block in blocks):
+        return "bedrock_converse"
+    if {"options", "think", "keep_alive"} & set(body):
+        return "ollama"
+    if "anthropic_version" in body or isinstance(body.get("system"), str):
+        return "anthropic"
+    return "openai_chat"
