@@ -63,14 +63,14 @@ MAX_PAYLOAD_BYTES = 64 * 1024
 """Lowered from the 32 MiB default so the `too_large` entries stay cheap to publish."""
 SLOWER_NORMALIZERS = """
 import importlib, time
-formats = importlib.import_module("thoughtline.formats").FORMATS
+from thoughtline import registry
 def slower(normalize):
     def slow(body, **options):
         time.sleep({seconds})
         return normalize(body, **options)
     return slow
-for name in list(formats):
-    formats[name] = slower(formats[name])
+for row in registry.FORMAT_ROWS:
+    row.body.normalize = slower(row.body.normalize)
 """
 
 

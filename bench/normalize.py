@@ -37,7 +37,7 @@ from typing import TypeVar
 import msgspec
 
 import thoughtline
-from thoughtline.formats import FORMATS
+from thoughtline.record import KNOWN_FORMATS as FORMATS
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 

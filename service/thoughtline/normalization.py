@@ -1,7 +1,7 @@
 """Pure normalization: raw provider bytes in, one `Record` out (and, on request, one delta per
 stream chunk). No I/O, clocks or logging.
 
-    payload --check_payload--> body --classify--> a body of format F  --FORMATS[F]--> record
+    payload --check_payload--> body --classify--> a body of format F --its reader--> record
                                               \\-> a recorded stream --streams-----> record
 
 Every payload passes the same checks first (`payload.check_payload`: size, empty, UTF-8,
@@ -14,9 +14,9 @@ from __future__ import annotations
 import msgspec
 
 from thoughtline.format_detection import PayloadKind, classify
-from thoughtline.formats import FORMATS
 from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, CheckedPayload, check_payload
 from thoughtline.record import Delta, Record
+from thoughtline.registry import format_named
 from thoughtline.streams.reading import read_stream, stream_deltas, whole_body_delta
 
 __all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "deltas", "normalize", "normalize_with_deltas"]
@@ -72,6 +72,5 @@ def deltas(
 
 def _read_body(checked: CheckedPayload, kind: PayloadKind, record_id: str | None) -> Record:
     assert kind.format is not None  # a body's format is known once classified
-    reader = FORMATS[kind.format]
     meta: msgspec.Raw | None = checked.meta
-    return reader(checked.body, record_id=record_id, meta=meta)
+    return format_named(kind.format).read_body(checked.body, record_id=record_id, meta=meta)

@@ -23,7 +23,7 @@ from tests.service.test_conversations import THINKING, chat_request, chat_respon
 from thoughtline.config import Settings, load_settings
 from thoughtline.demo import sample_files
 from thoughtline.embedded import redis_server_binary
-from thoughtline.formats import FORMATS
+from thoughtline.registry import format_named
 from thoughtline.worker import Worker
 
 pytestmark = pytest.mark.redis
@@ -71,14 +71,14 @@ GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.js
 STREAM = next(s for s in sample_files() if s.name == "gemini.stream.jsonl").read_bytes()
 SLOW_NORMALIZERS = """
 import importlib, time
-formats = importlib.import_module("thoughtline.formats").FORMATS
+from thoughtline import registry
 def slower(normalize):
     def slow(body, **options):
         time.sleep(0.002)  # the workers stay busy: the fault lands in the middle of the run
         return normalize(body, **options)
     return slow
-for name in list(formats):
-    formats[name] = slower(formats[name])
+for row in registry.FORMAT_ROWS:
+    row.body.normalize = slower(row.body.normalize)
 """
 
 
@@ -303,7 +303,7 @@ async def test_a_slow_payload_does_not_freeze_the_worker(
     commits and SIGTERM waited. A batch holding a ~2 MB payload that normalizes slowly (made
     CPU-bound here, holding the GIL between switches, as a slow normalizer would: the extractor
     itself is linear now) must leave `/healthz` answering."""
-    original = FORMATS["gemini"]
+    original = format_named("gemini").body.normalize
 
     def slow_for_the_marker(body: bytes, **options: Any) -> Any:
         if b"SLOW-MARKER" in body:
@@ -312,7 +312,7 @@ async def test_a_slow_payload_does_not_freeze_the_worker(
                 pass
         return original(body, **options)
 
-    monkeypatch.setitem(FORMATS, "gemini", slow_for_the_marker)
+    monkeypatch.setattr(format_named("gemini").body, "normalize", slow_for_the_marker)
     flood = "SLOW-MARKER" + "<" * 2_000_000
     large = json.dumps({"candidates": [{"content": {"parts": [{"text": flood}]}}]}).encode()
     entries: list[dict[str, bytes | str]] = [

@@ -14,7 +14,6 @@ import pytest
 
 import thoughtline
 from tests.corpus.notes import CORPUS
-from thoughtline.formats import FORMATS
 from thoughtline.record import Record
 
 CORPUS_FORMATS = {
@@ -39,8 +38,7 @@ def corpus_bodies() -> list[Any]:
     params = []
     for path in sorted(CORPUS.glob("*/*.json")):
         format_name = CORPUS_FORMATS[path.parent.name]
-        marks = [] if format_name in FORMATS else [pytest.mark.skip(reason="not registered")]
-        params.append(pytest.param(path, format_name, id=path.name, marks=marks))
+        params.append(pytest.param(path, format_name, id=path.name))
     return params
 
 

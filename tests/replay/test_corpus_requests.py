@@ -17,8 +17,8 @@ import pytest
 
 from tests.corpus.notes import CORPUS
 from thoughtline.record import Record
+from thoughtline.registry import format_named
 from thoughtline.replay import (
-    HISTORY_FIELDS,
     RequestInspection,
     build_history,
     encode_history,
@@ -62,7 +62,7 @@ CONVERSATIONS = [
 
 def history_items(records: list[Record], format_name: str) -> list[Any]:
     decoded = json.loads(encode_history(build_history(records, format_name)))
-    items: list[Any] = decoded[HISTORY_FIELDS.get(format_name, "messages")]
+    items: list[Any] = decoded[format_named(format_name).history_field]
     return items
 
 

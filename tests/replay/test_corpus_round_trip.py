@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from thoughtline.record import KNOWN_FORMATS, Record
-from thoughtline.replay import HISTORY_FIELDS, build_history, encode_history
-from thoughtline.replay.messages import MESSAGE_FORMATS
+from thoughtline.registry import format_named
+from thoughtline.replay import build_history, encode_history
 
 from .corpus import corpus_bodies, corpus_record, opaque_literals, thinking_lines, visible_strings
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skippe
 
 
 def _assert_no_reasoning_text(record: Record, decoded: dict[str, object], target: str) -> None:
-    field = HISTORY_FIELDS.get(target, "messages")
+    field = format_named(target).history_field
     visible = "\n".join(visible_strings(decoded[field]))
     for line in thinking_lines(record):
         assert line not in visible, f"reasoning text reached visible text: {line[:60]!r}"
@@ -36,7 +36,7 @@ def test_every_opaque_value_goes_back_byte_identical_to_its_own_format(
     encoded = encode_history(history)
     reasons = {note.reason for note in history.notes}
     for literal in opaque_literals(path):
-        if format_name in MESSAGE_FORMATS:
+        if format_named(format_name).message_shaped:
             # Chat history is content + tool_calls: opaque reasoning_details are reported.
             assert literal not in encoded
             assert "format_takes_no_reasoning" in reasons

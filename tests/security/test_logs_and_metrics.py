@@ -13,7 +13,7 @@ import redis
 
 from tests.service.support import running_worker, wait_until
 from thoughtline.config import Settings
-from thoughtline.formats import FORMATS
+from thoughtline.registry import format_named
 
 pytestmark = pytest.mark.redis
 SECRET = "tl-secret"
@@ -68,7 +68,7 @@ async def test_no_thinking_or_content_in_logs_at_info_or_above_under_load(
     def crashes_quoting_its_input(body: bytes, **options: object) -> object:
         raise ValueError(f"cannot read {body.decode()}")  # a bug that quotes the payload
 
-    monkeypatch.setitem(FORMATS, "ollama", crashes_quoting_its_input)
+    monkeypatch.setattr(format_named("ollama").body, "normalize", crashes_quoting_its_input)
     settings = settings.model_copy(update={"max_payload_bytes": 4096, "batch_size": 50})
     caplog.set_level(logging.DEBUG)
     total = 0

@@ -12,7 +12,7 @@ from faststream.redis.parser.binary import BinaryMessageFormatV1
 import thoughtline
 from thoughtline.config import Settings, load_settings
 from thoughtline.entries import Outcome, Output, process
-from thoughtline.formats import FORMATS
+from thoughtline.registry import format_named
 
 SAMPLES = Path(thoughtline.__file__).parent / "samples"
 GEMINI = (SAMPLES / "gemini.thought-and-answer.json").read_bytes()
@@ -126,7 +126,7 @@ def test_a_crashing_normalizer_is_a_dead_letter_that_quotes_no_payload_text(
     def crash(*_: Any, **__: Any) -> None:
         raise KeyError("the secret chain of thought")
 
-    monkeypatch.setitem(FORMATS, "gemini", crash)
+    monkeypatch.setattr(format_named("gemini").body, "normalize", crash)
     outcome = run(settings, {b"payload": GEMINI, b"format": b"gemini"})
     assert outcome.dead_reason == "normalizer_crash"
     error = fields_of(outcome.outputs[0])[b"error"]

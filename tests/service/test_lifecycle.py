@@ -30,23 +30,25 @@ POISON = GOOD.replace(b'"STOP"', b'"POISON"')
 
 SLOW_NORMALIZER = """
 import importlib, time
-formats = importlib.import_module("thoughtline.formats").FORMATS
-original = formats["gemini"]
+from thoughtline import registry
+gemini = registry.format_named("gemini").body
+original = gemini.normalize
 def slow(body, **options):
     time.sleep(0.002)  # a batch takes long enough that a signal lands in the middle of one
     return original(body, **options)
-formats["gemini"] = slow
+gemini.normalize = slow
 """
 
 POISONED_NORMALIZER = """
 import importlib, os, signal
-formats = importlib.import_module("thoughtline.formats").FORMATS
-original = formats["gemini"]
+from thoughtline import registry
+gemini = registry.format_named("gemini").body
+original = gemini.normalize
 def poisoned(body, **options):
     if b'"POISON"' in body:
         os.kill(os.getpid(), signal.SIGKILL)  # what an out-of-memory kill or a segfault does
     return original(body, **options)
-formats["gemini"] = poisoned
+gemini.normalize = poisoned
 """
 
 

@@ -15,11 +15,10 @@ from thoughtline.config import Settings
 from thoughtline.delivery import Committer
 from thoughtline.demo import sample_files, sample_format
 from thoughtline.entries import process
-from thoughtline.formats import FORMATS
 from thoughtline.record import KNOWN_FORMATS
+from thoughtline.registry import format_named
 
 pytestmark = pytest.mark.redis
-FORMATS = FORMATS
 GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.json").read_bytes()
 
 
@@ -48,8 +47,6 @@ def sample_value(text: str, series: str) -> float:
 async def test_every_sample_of_a_format_becomes_its_record(
     format_name: str, settings: Settings, client: redis.Redis
 ) -> None:
-    if format_name not in FORMATS:
-        pytest.skip(f"{format_name} is not registered in thoughtline.formats.FORMATS yet")
     samples = [s for s in sample_files() if sample_format(s.name) == format_name]
     assert samples, f"no sample for {format_name} in thoughtline/samples"
     for sample in samples:
@@ -228,14 +225,14 @@ async def test_stream_lag_counts_entries_not_yet_done(
 async def test_a_normalizer_crash_is_a_dead_letter_and_the_worker_goes_on(
     settings: Settings, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = FORMATS["gemini"]
+    original = format_named("gemini").body.normalize
 
     def crash_on_marker(body: bytes, **options: Any) -> Any:
         if b"CRASH" in body:
             raise RuntimeError("boom")
         return original(body, **options)
 
-    monkeypatch.setitem(FORMATS, "gemini", crash_on_marker)
+    monkeypatch.setattr(format_named("gemini").body, "normalize", crash_on_marker)
     client.xadd(settings.input_stream, {"payload": GOOD.replace(b"STOP", b"CRASH"), "id": "x"})
     client.xadd(settings.input_stream, {"payload": GOOD, "id": "after"})
     async with running_worker(settings):

@@ -12,7 +12,7 @@ import thoughtline
 from tests.streams.checks import assert_deltas_add_up, comparable
 from thoughtline import normalization
 from thoughtline.errors import NormalizeError
-from thoughtline.streams.assemblers import ASSEMBLERS
+from thoughtline.record import KNOWN_FORMATS
 
 
 def _sse(*events: dict[str, Any] | str) -> bytes:
@@ -235,7 +235,7 @@ def test_mistral_deltas_carry_no_refusal_content_part() -> None:
 # became a "normalized" empty record (a Chat one with an invented `{}` message as replay part).
 
 
-@pytest.mark.parametrize("format_name", sorted(ASSEMBLERS))
+@pytest.mark.parametrize("format_name", sorted(KNOWN_FORMATS))
 @pytest.mark.parametrize(
     "stream",
     [

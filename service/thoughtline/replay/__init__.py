@@ -31,7 +31,6 @@ from thoughtline.replay.conversation import (
 )
 from thoughtline.replay.fingerprints import HistoryFingerprint, repeated_reasoning
 from thoughtline.replay.history import (
-    HISTORY_FIELDS,
     History,
     ReplayNote,
     ReplayTurn,
@@ -43,7 +42,6 @@ from thoughtline.replay.request import RequestInspection, inspect_request, norma
 
 __all__ = [
     "DEFAULT_REASONING_ONLY_LOOP_LIMIT",
-    "HISTORY_FIELDS",
     "ConversionTarget",
     "ConvertedHistory",
     "History",

@@ -16,26 +16,23 @@ Every drop is a `ReplayNote` (record, path into the record, reason): reported, n
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final
 
 import msgspec
 
+from thoughtline import registry
 from thoughtline.errors import ReplayError
 from thoughtline.formats.inline_reasoning import REASONING_IN_TEXT_CODES
 from thoughtline.record import KNOWN_FORMATS, Record
 from thoughtline.replay import rebuild
-from thoughtline.replay.messages import MESSAGE_FORMATS, native_message, read_message
+from thoughtline.replay.messages import native_message, read_message
 from thoughtline.replay.parts import (
-    PART_FORMATS,
     NoteReason,
+    PartFormat,
     PartReading,
     encode_raw,
     fields_of,
     read_part,
 )
-
-HISTORY_FIELDS: Final[dict[str, str]] = {"gemini": "contents", "openai_responses": "input"}
-"""The request-body field a format's history goes into; `messages` for the others."""
 
 
 class ReplayNote(msgspec.Struct, frozen=True):
@@ -84,7 +81,7 @@ def build_history(records: Iterable[Record], to: str) -> History:
 
 def encode_history(history: History) -> bytes:
     """`{"format", <request field>: [...], "notes": [...]}`; opaque parts keep their bytes."""
-    field = HISTORY_FIELDS.get(history.format, "messages")
+    field = registry.format_named(history.format).history_field
     return msgspec.json.encode(
         {"format": history.format, field: history.items(), "notes": history.notes}
     )
@@ -95,7 +92,7 @@ def _record_items(
 ) -> list[msgspec.Raw]:
     if record.format != target:
         return _foreign_items(record, record_index, target, notes)
-    if target in MESSAGE_FORMATS:
+    if registry.format_named(target).message_shaped:
         return _message_items(record, notes)
     return _part_items(record, notes)
 
@@ -117,14 +114,12 @@ def _foreign_items(
 
 def reasoning_paths(record: Record) -> list[str]:
     """Where a record's native reasoning (text or opaque) sits inside its replay parts."""
-    if record.format in MESSAGE_FORMATS:
+    if registry.format_named(record.format).message_shaped:
         return [
             f"replay_parts[{index}]{suffix}"
             for index, raw in enumerate(record.replay_parts)
             for suffix, _ in read_message(raw).dropped
         ]
-    if record.format not in PART_FORMATS:
-        return []
     paths = []
     for index, raw in enumerate(record.replay_parts):
         reading = read_part(record.format, raw)
@@ -151,7 +146,7 @@ def _message_items(record: Record, notes: list[ReplayNote]) -> list[msgspec.Raw]
 
 
 def _part_items(record: Record, notes: list[ReplayNote]) -> list[msgspec.Raw]:
-    spec = PART_FORMATS[record.format]
+    spec = _part_format(record.format)
     kept: list[_Kept] = []
     for index, raw in enumerate(record.replay_parts):
         reading = read_part(record.format, raw)
@@ -175,7 +170,7 @@ def _rewrite_visible(record: Record, kept: list[_Kept], notes: list[ReplayNote])
     The first visible part carries the whole content (a tag may have spanned parts); the others
     keep only what is not text (a Gemini signature), or go.
     """
-    rewrite = PART_FORMATS[record.format].rewrite_visible
+    rewrite = _part_format(record.format).rewrite_visible
     result: list[_Kept] = []
     remaining_text = record.content
     for index, raw, reading in kept:
@@ -210,3 +205,9 @@ def _has_inline_reasoning(record: Record) -> bool:
 
 def _note(record: Record, index: int, reason: NoteReason) -> ReplayNote:
     return ReplayNote(record.id, record.format, f"replay_parts[{index}]", reason)
+
+
+def _part_format(format_name: str) -> PartFormat:
+    part_format = registry.format_named(format_name).replay_parts
+    assert part_format is not None  # message-shaped formats take the other branch
+    return part_format

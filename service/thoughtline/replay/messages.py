@@ -17,8 +17,6 @@ import msgspec
 from thoughtline.record import Record
 from thoughtline.replay.parts import Fields, NoteReason, fields_of, value_of
 
-MESSAGE_FORMATS: Final = frozenset({"openai_chat", "mistral", "ollama"})
-
 _REASONING_TEXT_FIELDS: Final = ("reasoning_content", "reasoning", "thinking")
 _OPAQUE_REASONING_FIELD: Final = "reasoning_details"
 _RAW_LIST_DECODER: Final = msgspec.json.Decoder(list[msgspec.Raw])

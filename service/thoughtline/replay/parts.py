@@ -27,6 +27,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from thoughtline import registry
+
 PartKind = Literal["visible", "opaque", "dropped", "other"]
 NoteReason = Literal[
     "reasoning_text",
@@ -181,28 +183,30 @@ class PartFormat:
     parts_field: str = "content"
 
 
-PART_FORMATS: Final[dict[str, PartFormat]] = {
-    "gemini": PartFormat(
-        _read_gemini,
-        _rewrite_text_field(frozenset({"text", "thought"})),
-        assistant_role="model",
-        parts_field="parts",
-    ),
-    "anthropic": PartFormat(
-        _read_anthropic,
-        _rewrite_text_field(frozenset({"type", "text", "citations"})),
-        assistant_role="assistant",
-    ),
-    "bedrock_converse": PartFormat(
-        _read_bedrock, _rewrite_text_field(frozenset({"text"})), assistant_role="assistant"
-    ),
-    "openai_responses": PartFormat(_read_responses, _rewrite_message_item, assistant_role=None),
-}
-"""Format name -> its part reader; the Chat-shaped formats are in `messages.py`."""
+GEMINI_PARTS: Final = PartFormat(
+    _read_gemini,
+    _rewrite_text_field(frozenset({"text", "thought"})),
+    assistant_role="model",
+    parts_field="parts",
+)
+ANTHROPIC_BLOCKS: Final = PartFormat(
+    _read_anthropic,
+    _rewrite_text_field(frozenset({"type", "text", "citations"})),
+    assistant_role="assistant",
+)
+BEDROCK_BLOCKS: Final = PartFormat(
+    _read_bedrock, _rewrite_text_field(frozenset({"text"})), assistant_role="assistant"
+)
+RESPONSES_ITEMS: Final = PartFormat(_read_responses, _rewrite_message_item, assistant_role=None)
+"""The part-list formats' readers (the registry names each format's); the Chat-shaped
+formats are in `messages.py`."""
 
 
 def read_part(format_name: str, raw: msgspec.Raw) -> PartReading:
     fields = fields_of(raw)
     if fields is None:
         return OTHER
-    return PART_FORMATS[format_name].read(fields)
+    part_format = registry.format_named(format_name).replay_parts
+    if part_format is None:
+        return OTHER
+    return part_format.read(fields)

@@ -13,17 +13,16 @@ call the provider gave none: `call_<record index>_<call index>`, reported as
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 
+from thoughtline import registry
 from thoughtline.errors import ReplayError
 from thoughtline.record import Record, ToolCall
 
 TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
 """(content, tool calls, their ids) -> the target's turn items as JSON-ready values."""
-
-_FORMATS_WITHOUT_CALL_IDS: Final = frozenset({"gemini", "ollama"})
 
 
 def call_ids(record: Record, record_index: int, target: str) -> tuple[list[str | None], list[int]]:
@@ -31,7 +30,7 @@ def call_ids(record: Record, record_index: int, target: str) -> tuple[list[str |
     ids: list[str | None] = []
     assigned: list[int] = []
     for index, call in enumerate(record.tool_calls):
-        if call.id is None and target not in _FORMATS_WITHOUT_CALL_IDS:
+        if call.id is None and registry.format_named(target).tool_call_ids:
             ids.append(f"call_{record_index}_{index}")
             assigned.append(index)
         else:
@@ -43,7 +42,7 @@ def rebuilt_items(record: Record, target: str, ids: list[str | None]) -> list[by
     """The target's items for this record, encoded; empty when there is nothing to send."""
     if not record.content and not record.tool_calls:
         return []
-    items = _BUILDERS[target](record.content, record.tool_calls, ids)
+    items = registry.format_named(target).rebuild_turn(record.content, record.tool_calls, ids)
     return [msgspec.json.encode(item) for item in items]
 
 
@@ -64,7 +63,7 @@ def arguments_string(call: ToolCall) -> str:
     return msgspec.json.encode(call.arguments).decode()
 
 
-def _gemini(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+def gemini_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
     parts: list[dict[str, Any]] = [{"text": content}] if content else []
     for call, call_id in zip(calls, ids, strict=True):
         function_call: dict[str, Any] = {"name": call.name, "args": arguments_object(call)}
@@ -74,7 +73,7 @@ def _gemini(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[
     return [{"role": "model", "parts": parts}]
 
 
-def _anthropic(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+def anthropic_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
     blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
     blocks.extend(
         {"type": "tool_use", "id": call_id, "name": call.name, "input": arguments_object(call)}
@@ -83,7 +82,7 @@ def _anthropic(content: str, calls: list[ToolCall], ids: list[str | None]) -> li
     return [{"role": "assistant", "content": blocks}]
 
 
-def _bedrock(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+def bedrock_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
     blocks: list[dict[str, Any]] = [{"text": content}] if content else []
     blocks.extend(
         {"toolUse": {"toolUseId": call_id, "name": call.name, "input": arguments_object(call)}}
@@ -92,7 +91,7 @@ def _bedrock(content: str, calls: list[ToolCall], ids: list[str | None]) -> list
     return [{"role": "assistant", "content": blocks}]
 
 
-def _chat(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+def chat_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content or None}
     if calls:
         message["tool_calls"] = [
@@ -106,13 +105,13 @@ def _chat(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[An
     return [message]
 
 
-def _mistral(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
-    message = _chat(content, calls, ids)[0]
+def mistral_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+    message = chat_turn(content, calls, ids)[0]
     message["content"] = content
     return [message]
 
 
-def _ollama(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+def ollama_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         message["tool_calls"] = [
@@ -121,7 +120,7 @@ def _ollama(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[
     return [message]
 
 
-def _responses(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+def responses_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
     items: list[dict[str, Any]] = [{"role": "assistant", "content": content}] if content else []
     items.extend(
         {
@@ -133,14 +132,3 @@ def _responses(content: str, calls: list[ToolCall], ids: list[str | None]) -> li
         for call, call_id in zip(calls, ids, strict=True)
     )
     return items
-
-
-_BUILDERS: Final[dict[str, TurnBuilder]] = {
-    "gemini": _gemini,
-    "anthropic": _anthropic,
-    "bedrock_converse": _bedrock,
-    "openai_chat": _chat,
-    "mistral": _mistral,
-    "ollama": _ollama,
-    "openai_responses": _responses,
-}

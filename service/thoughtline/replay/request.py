@@ -19,8 +19,9 @@ from typing import Any, cast
 
 import msgspec
 
+from thoughtline import registry
 from thoughtline.format_detection import detect_request_format
-from thoughtline.formats import PROVIDERS, inline_reasoning
+from thoughtline.formats import inline_reasoning
 from thoughtline.formats.compose import EMPTY_META, decode, leaked
 from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_payload
 from thoughtline.record import Detection, FormatName, Record
@@ -30,7 +31,7 @@ from thoughtline.replay.fingerprints import (
     repeated_reasoning,
     text_fingerprints,
 )
-from thoughtline.replay.request_formats import REQUEST_READERS, RequestReading
+from thoughtline.replay.request_formats import RequestReading
 
 
 class RequestInspection(msgspec.Struct):
@@ -68,13 +69,14 @@ def inspect_request(
     )
     body = decode(checked.body, dict[str, Any], "request")
     chosen = format if format is not None else detect_request_format(body)
-    reading = REQUEST_READERS[chosen](body)
+    row = registry.format_named(chosen)
+    reading = row.read_request(body)
     detections = [*reading.detections, *_inline_detections(reading), *_in_request_repeats(reading)]
     meta_raw = checked.meta
     record = Record(
         id=record_id or "",
         format=cast(FormatName, chosen),  # checked, or detected
-        provider=PROVIDERS[chosen],
+        provider=row.provider,
         model=body.get("model") if isinstance(body.get("model"), str) else None,
         detections=_distinct(detections),
         meta=meta_raw if meta_raw is not None else EMPTY_META,

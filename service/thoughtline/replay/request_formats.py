@@ -43,7 +43,7 @@ _MARKED_PART_TYPES: Final = frozenset(
 _CHAT_REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
 
 
-def _read_gemini(body: dict[str, Any]) -> RequestReading:
+def read_gemini_request(body: dict[str, Any]) -> RequestReading:
     reading = RequestReading()
     for content_index, content in _objects(body.get("contents")):
         path = f"contents[{content_index}]"
@@ -64,7 +64,7 @@ def _read_gemini(body: dict[str, Any]) -> RequestReading:
     return reading
 
 
-def _read_anthropic(body: dict[str, Any]) -> RequestReading:
+def read_anthropic_request(body: dict[str, Any]) -> RequestReading:
     reading = RequestReading()
     for index, message in _assistant_messages(body):
         path = f"messages[{index}]"
@@ -87,7 +87,7 @@ def _read_anthropic(body: dict[str, Any]) -> RequestReading:
     return reading
 
 
-def _read_bedrock(body: dict[str, Any]) -> RequestReading:
+def read_bedrock_request(body: dict[str, Any]) -> RequestReading:
     reading = RequestReading()
     for index, message in _assistant_messages(body):
         path = f"messages[{index}]"
@@ -127,7 +127,7 @@ def _chat_reader(reasoning_fields: tuple[str, ...], flagged: bool, mistral: bool
     return read
 
 
-def _read_responses(body: dict[str, Any]) -> RequestReading:
+def read_responses_request(body: dict[str, Any]) -> RequestReading:
     reading = RequestReading()
     for index, item in _objects(body.get("input")):
         path = f"input[{index}]"
@@ -194,12 +194,6 @@ def _reads_as_true(value: Any) -> bool:
     return isinstance(value, (int, float)) and value == 1
 
 
-REQUEST_READERS: Final[dict[str, RequestReader]] = {
-    "gemini": _read_gemini,
-    "anthropic": _read_anthropic,
-    "bedrock_converse": _read_bedrock,
-    "openai_chat": _chat_reader(_CHAT_REASONING_FIELDS, flagged=True, mistral=False),
-    "mistral": _chat_reader(_CHAT_REASONING_FIELDS, flagged=True, mistral=True),
-    "ollama": _chat_reader(("thinking",), flagged=False, mistral=False),
-    "openai_responses": _read_responses,
-}
+read_chat_request: Final = _chat_reader(_CHAT_REASONING_FIELDS, flagged=True, mistral=False)
+read_mistral_request: Final = _chat_reader(_CHAT_REASONING_FIELDS, flagged=True, mistral=True)
+read_ollama_request: Final = _chat_reader(("thinking",), flagged=False, mistral=False)

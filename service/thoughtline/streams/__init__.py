@@ -5,8 +5,8 @@ A stream's record is the record of the same turn's non-streamed body, by constru
     payload --frame--> chunks --assemble--> the provider's non-streamed body
             --the format's body reader--> record --stream facts--> record
 
-`framing` splits the recording into chunks, the format's assembler (`assemblers.ASSEMBLERS`,
-one module per format here) rebuilds the body the non-streamed call would have returned
+`framing` splits the recording into chunks, the format's assembler (one module per format
+here, named in `thoughtline.registry`) rebuilds the body the non-streamed call would have returned
 (opaque values copied byte for byte), and the one module that reads bodies reads it. Only
 what a body cannot say is added here: a stream cut before its terminal event
 (`truncated_stream`: usage and finish reason null), an error event (`stream_error`: finish
@@ -18,7 +18,7 @@ whole text and each piece given to the chunk it came in (a recording is complete
 `is_final` the accumulations equal the record's content and thinking.
 
 The modules: `framing` (bytes -> chunks), `base` (the assembly every assembler returns), one
-assembler per format (`assemblers.ASSEMBLERS`), `chat_message` (the message the Chat and
+assembler per format, `chat_message` (the message the Chat and
 Mistral assemblers build), and `reading` (chunks -> record and deltas). The package itself
 imports nothing, so format detection can use `framing` without a cycle.
 """

@@ -9,7 +9,7 @@ each chunk, the text it added (`Piece`, for deltas). Objects are handled as
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
@@ -192,3 +192,7 @@ def error_code(error: msgspec.Raw) -> str:
         if number is not None:
             return str(number)
     return "error"
+
+
+Assembler = Callable[[Sequence[Chunk], bool], Assembly]
+"""A format's stream assembler: the chunks (and whether a `[DONE]` was seen) -> its assembly."""

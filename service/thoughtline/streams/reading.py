@@ -10,18 +10,14 @@ import msgspec
 
 from thoughtline.errors import NormalizeError, UnknownFormatError
 from thoughtline.format_detection import detect_stream_format
-from thoughtline.formats import FORMATS
 from thoughtline.formats.compose import malformed, may_carry_thought_label
 from thoughtline.formats.inline_reasoning import extract_chunks
 from thoughtline.record import Delta, DeltaText, Record, Usage
-from thoughtline.streams.assemblers import ASSEMBLERS
+from thoughtline.registry import FORMATS_BY_NAME, same_stream_shape
 from thoughtline.streams.base import Assembly, Chunk, Piece
 from thoughtline.streams.framing import Framed, frame
 
 __all__ = ["read_stream", "stream_deltas", "whole_body_delta"]
-
-_FAMILY: Final = {"mistral": "openai_chat"}
-"""Formats whose stream chunks share one shape."""
 
 _CUT_DETECTIONS: Final = frozenset({"usage_inconsistent"})
 """Detections about usage that a cut stream no longer reports."""
@@ -42,11 +38,10 @@ def read_stream(
         chosen = _detect(framed.chunks)
     else:
         chosen, recognised = _checked(format, framed)
-    assembler = ASSEMBLERS.get(chosen)
-    normalizer = FORMATS.get(chosen)
-    if assembler is None or normalizer is None:
+    row = FORMATS_BY_NAME.get(chosen)
+    if row is None:
         raise UnknownFormatError(f"recorded streams of format {chosen!r} are not supported yet")
-    assembly = assembler(framed.chunks, framed.done_marker)
+    assembly = row.assemble_stream(framed.chunks, framed.done_marker)
     invalid = sum(1 for found in assembly.detections if found.code == "invalid_chunk")
     if invalid == len(framed.chunks):
         raise NormalizeError("not_json", "no chunk of the recorded stream is valid JSON")
@@ -56,7 +51,7 @@ def read_stream(
             f"no chunk of the recorded stream is a stream event of format {chosen} (nor of "
             "any known provider): the chunks are JSON of another shape",
         )
-    record = normalizer(assembly.body, record_id=record_id, meta=meta)
+    record = row.read_body(assembly.body, record_id=record_id, meta=meta)
     _add_stream_facts(record, assembly, len(framed.chunks))
     return record, assembly
 
@@ -78,7 +73,7 @@ def _checked(format: str, framed: Framed) -> tuple[str, bool]:
         detected = detect_stream_format(framed.chunks)
     except UnknownFormatError:
         return format, False
-    if _FAMILY.get(detected, detected) != _FAMILY.get(format, format):
+    if not same_stream_shape(detected, format):
         raise NormalizeError(
             "invalid_payload", f"the recorded stream is {detected} chunks, not {format}"
         )
