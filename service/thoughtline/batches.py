@@ -4,13 +4,14 @@ Used by every path that has entries to finish: the FastStream reader (`handle_in
 this batch commits while the next one is normalized), the reclaimer and the drain at the stop
 (`handle`: committed before returning).
 
-A batch whose entries hold more than `INLINE_NORMALIZE_BYTES` is normalized in a worker
-thread (`asyncio.to_thread`), so a large payload never stops the event loop: `/healthz`, the
-commit in flight and SIGTERM go on. Smaller batches (the usual ones: 200 typical responses are
-about 115 KiB) are normalized on the loop, which stops it for a few milliseconds at most; handing
-them to a thread cost a tenth of the throughput in `bench/pipeline.py` (the two threads take
-turns holding the GIL). Either way the outcomes keep the order of their entries, and each batch
-still commits in one script.
+A batch is normalized on the event loop for at most `INLINE_SECONDS`, one entry of at most
+`INLINE_ENTRY_BYTES` at a time; the rest of it (the first large entry on, or whatever is left
+once that time is up) is normalized in a worker thread (`asyncio.to_thread`). So a large or
+slow payload never stops the loop: `/healthz`, the commit in flight and SIGTERM go on. The
+usual batch (200 typical responses are about 115 KiB, a few milliseconds of work) stays on the
+loop: handing every batch to a thread cost a tenth of the throughput in `bench/pipeline.py`
+(the two threads take turns holding the GIL). Either way the outcomes keep the order of their
+entries, and each batch still commits in one script.
 
 The conversation checks are a best effort beside the pipeline: when Redis refuses their writes
 (at `maxmemory`, say) the batch's remaining checks are skipped (counted in
@@ -46,9 +47,11 @@ logger = logging.getLogger(__name__)
 
 Entry = tuple[bytes, Fields, int]
 """(stream entry id, fields, times delivered)."""
-INLINE_NORMALIZE_BYTES: Final = 256 * 1024
-"""Batches up to this size are normalized on the event loop: at the slowest rate measured
-(about 20 MB/s) that holds it for about 13 ms. Larger ones go to a worker thread."""
+INLINE_SECONDS: Final = 0.02
+"""How long a batch may be normalized on the event loop before the rest goes to a thread."""
+INLINE_ENTRY_BYTES: Final = 256 * 1024
+"""Entries up to this size may be normalized on the event loop: at the slowest rate measured
+(about 20 MB/s) one holds it for about 13 ms."""
 
 
 class BatchHandler:
@@ -111,20 +114,26 @@ class BatchHandler:
             await task
 
     async def _normalize(self, entries: Sequence[Entry]) -> list[Outcome]:
-        """The outcomes of `entries`, in their order; large batches in a worker thread."""
-        size = sum(len(value) for _, fields, _ in entries for value in fields.values())
-        if size > INLINE_NORMALIZE_BYTES:
-            return await asyncio.to_thread(self._process, entries)
-        return self._process(entries)
+        """The outcomes of `entries`, in their order: on the loop while that stays short (see
+        the module's docstring), the rest in a worker thread."""
+        outcomes: list[Outcome] = []
+        deadline = time.perf_counter() + INLINE_SECONDS
+        for index, entry in enumerate(entries):
+            size = sum(len(value) for value in entry[1].values())
+            if size > INLINE_ENTRY_BYTES or time.perf_counter() > deadline:
+                return outcomes + await asyncio.to_thread(self._process, entries[index:])
+            outcomes.append(self._process_one(entry))
+        return outcomes
 
     def _process(self, entries: Sequence[Entry]) -> list[Outcome]:
-        outcomes = []
-        for entry_id, fields, delivery_count in entries:
-            started = time.perf_counter()
-            outcome = process(entry_id, fields, delivery_count, self._settings)
-            outcome.seconds = time.perf_counter() - started
-            outcomes.append(outcome)
-        return outcomes
+        return [self._process_one(entry) for entry in entries]
+
+    def _process_one(self, entry: Entry) -> Outcome:
+        entry_id, fields, delivery_count = entry
+        started = time.perf_counter()
+        outcome = process(entry_id, fields, delivery_count, self._settings)
+        outcome.seconds = time.perf_counter() - started
+        return outcome
 
     async def _check_conversations(self, outcomes: list[Outcome]) -> None:
         """Detections that need earlier records of the same `meta.conversation_id`.

@@ -1,7 +1,9 @@
-"""The record and its parts: the one source of truth for what consumers read (DESIGN §3).
+"""The record and its parts: the one source of truth for what consumers read (the README's
+"The record" table says it in prose).
 
-`schemas/record.schema.json` and `schemas/entry.schema.json` are generated from these Structs
-(`thoughtline schema --write`); a test fails when they drift.
+`schemas/record.schema.json`, `entry.schema.json` and `delta.schema.json` are generated from
+these Structs (`thoughtline schema --write`), field descriptions included; a test fails when
+they drift.
 
 Opaque provider bytes (`replay_parts`, `native_usage`, `meta`) are `msgspec.Raw` slices of the
 input, so encoding a record writes them back byte for byte: signatures, redacted thinking and
@@ -10,7 +12,7 @@ encrypted reasoning are never re-serialized.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, get_args
+from typing import Annotated, Any, Final, Literal, get_args
 
 import msgspec
 
@@ -35,21 +37,43 @@ EntryKind = Literal["response", "request"]
 class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
     """One tool call of the assistant turn, in the order the provider gave it."""
 
-    id: str | None = None
-    """The id a tool result refers back to; null when the provider gives none (never invented)."""
-    name: str
-    arguments: Any
-    """The decoded arguments object, or the original string when it is not valid JSON."""
+    id: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="The id a tool result refers back to; null when the provider gives "
+            "none (never invented)."
+        ),
+    ] = None
+    name: Annotated[str, msgspec.Meta(description="The function or tool name.")]
+    arguments: Annotated[
+        Any,
+        msgspec.Meta(
+            description="The decoded arguments, or the original string when it is not valid "
+            "JSON (then also a tool_arguments_not_json detection)."
+        ),
+    ]
 
 
-class Usage(msgspec.Struct, frozen=True):
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
     """Token counts; null where the provider reports nothing, never invented."""
 
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    cached_input_tokens: int | None = None
-    total_tokens: int | None = None
+    input_tokens: Annotated[
+        int | None,
+        msgspec.Meta(description="Every prompt token, cache reads and writes included."),
+    ] = None
+    output_tokens: Annotated[
+        int | None, msgspec.Meta(description="Every generated token, reasoning included.")
+    ] = None
+    reasoning_tokens: Annotated[
+        int | None, msgspec.Meta(description="Generated tokens spent on reasoning.")
+    ] = None
+    cached_input_tokens: Annotated[
+        int | None, msgspec.Meta(description="Prompt tokens read from the provider's cache.")
+    ] = None
+    total_tokens: Annotated[
+        int | None,
+        msgspec.Meta(description="The provider's total, else input + output when both known."),
+    ] = None
 
 
 DialectName = Literal[
@@ -72,76 +96,161 @@ DialectName = Literal[
 """The inline-reasoning dialects (`thoughtline.formats.dialects.DIALECTS`, one row each)."""
 
 
-class Detection(msgspec.Struct, frozen=True):
+class Detection(msgspec.Struct, frozen=True, kw_only=True):
     """Something a naive consumer would have got wrong: leaked reasoning or a malformed part."""
 
-    kind: DetectionKind
-    code: str
-    path: str
-    dialect: DialectName | None = None
-    """For reasoning found in visible text: the delimiter dialect that matched; else null."""
+    kind: Annotated[
+        DetectionKind,
+        msgspec.Meta(
+            description="leaked_thought: reasoning stood where a naive consumer shows it; "
+            "malformed_part: a part was not what the provider's contract says."
+        ),
+    ]
+    code: Annotated[
+        str,
+        msgspec.Meta(
+            description="A stable snake_case name (the README's Detections table lists them)."
+        ),
+    ]
+    path: Annotated[
+        str, msgspec.Meta(description="Where in the payload, e.g. candidates[0].content.parts[3].")
+    ]
+    dialect: Annotated[
+        DialectName | None,
+        msgspec.Meta(
+            description="For reasoning found in visible text: the delimiter dialect that "
+            "matched; else null."
+        ),
+    ] = None
 
 
 class Record(msgspec.Struct, kw_only=True):
     """One normalized provider response (or request, for `kind=request` entries)."""
 
-    schema: str = RECORD_SCHEMA
-    id: str
-    format: FormatName
-    provider: str
-    model: str | None = None
-    content: str = ""
-    thinking: str | None = None
-    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
-    finish_reason: FinishReason | None = None
-    native_finish_reason: str | None = None
-    usage: Usage = msgspec.field(default_factory=Usage)
-    native_usage: msgspec.Raw | None = None
-    replay_parts: list[msgspec.Raw] = msgspec.field(default_factory=list)
-    detections: list[Detection] = msgspec.field(default_factory=list)
-    meta: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
+    schema: Annotated[str, msgspec.Meta(description="thoughtline.record/1")] = RECORD_SCHEMA
+    id: Annotated[
+        str,
+        msgspec.Meta(
+            description="The entry's id, else its stream entry id; offline, the provider's "
+            "response id, else the file name."
+        ),
+    ]
+    format: Annotated[FormatName, msgspec.Meta(description="The provider wire format.")]
+    provider: Annotated[str, msgspec.Meta(description="e.g. google, anthropic, openai.")]
+    model: Annotated[
+        str | None, msgspec.Meta(description="As the provider reported it, or null.")
+    ] = None
+    content: Annotated[
+        str,
+        msgspec.Meta(
+            description="The visible answer, cleaned of inline reasoning; empty when none."
+        ),
+    ] = ""
+    thinking: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Native thinking, one LF, inline thinking; null when there is none."
+        ),
+    ] = None
+    tool_calls: Annotated[
+        list[ToolCall], msgspec.Meta(description="The turn's tool calls, in order.")
+    ] = msgspec.field(default_factory=list)
+    finish_reason: Annotated[
+        FinishReason | None,
+        msgspec.Meta(description="The unified finish reason; other for unknown values."),
+    ] = None
+    native_finish_reason: Annotated[
+        str | None, msgspec.Meta(description="The provider's own finish reason.")
+    ] = None
+    usage: Annotated[Usage, msgspec.Meta(description="Normalized token counts.")] = msgspec.field(
+        default_factory=Usage
+    )
+    native_usage: Annotated[
+        msgspec.Raw | None,
+        msgspec.Meta(description="The provider's usage object, byte-identical, or null."),
+    ] = None
+    replay_parts: Annotated[
+        list[msgspec.Raw],
+        msgspec.Meta(
+            description="Every part, block, item (or the one message) of the assistant turn, "
+            "byte-identical to the input: signatures and encrypted reasoning untouched."
+        ),
+    ] = msgspec.field(default_factory=list)
+    detections: Annotated[
+        list[Detection],
+        msgspec.Meta(description="Leaked reasoning and malformed parts found in the payload."),
+    ] = msgspec.field(default_factory=list)
+    meta: Annotated[
+        msgspec.Raw, msgspec.Meta(description="The entry's meta object, byte for byte.")
+    ] = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
 
 
 class DeltaText(msgspec.Struct, frozen=True):
     """What one raw stream chunk added: visible text and thinking (each "" when none)."""
 
-    text: str = ""
-    thinking: str = ""
+    text: Annotated[str, msgspec.Meta(description="Visible text this chunk added.")] = ""
+    thinking: Annotated[str, msgspec.Meta(description="Thinking this chunk added.")] = ""
 
 
 class Delta(msgspec.Struct, kw_only=True):
-    """One normalized delta per raw chunk of a recorded stream (seed 003's shape).
+    """One normalized delta per raw chunk of a recorded stream.
 
-    Inline tags are already extracted; at `is_final` the accumulations equal the record's
+    Inline reasoning is already extracted; at `is_final` the accumulations equal the record's
     `content` and `thinking` ("" where the record's thinking is null).
     """
 
-    id: str
-    seq: int
-    delta: DeltaText = msgspec.field(default_factory=DeltaText)
-    accumulated_text: str = ""
-    accumulated_thinking: str = ""
-    is_thinking: bool = False
-    """True when this chunk carried reasoning and no visible text."""
-    is_final: bool = False
-    usage: Usage | None = None
-    """The record's usage, on the final delta only."""
-    detections: list[Detection] | None = None
-    """The record's detections (with the dialect of reasoning found in text), on the final
-    delta only."""
+    id: Annotated[str, msgspec.Meta(description="The record's id.")]
+    seq: Annotated[int, msgspec.Meta(description="The chunk's position, from 0.")]
+    delta: Annotated[DeltaText, msgspec.Meta(description="What this chunk added.")] = msgspec.field(
+        default_factory=DeltaText
+    )
+    accumulated_text: Annotated[
+        str, msgspec.Meta(description="All visible text up to and including this chunk.")
+    ] = ""
+    accumulated_thinking: Annotated[
+        str, msgspec.Meta(description="All thinking up to and including this chunk.")
+    ] = ""
+    is_thinking: Annotated[
+        bool, msgspec.Meta(description="This chunk carried reasoning and no visible text.")
+    ] = False
+    is_final: Annotated[bool, msgspec.Meta(description="The last delta of the stream.")] = False
+    usage: Annotated[
+        Usage | None, msgspec.Meta(description="The record's usage, on the final delta only.")
+    ] = None
+    detections: Annotated[
+        list[Detection] | None,
+        msgspec.Meta(description="The record's detections, on the final delta only."),
+    ] = None
 
 
 class Entry(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
-    """The input entry a producer XADDs (DESIGN §2); every field is a Redis stream field."""
+    """The input entry a producer XADDs; every field is a Redis stream field."""
 
-    payload: str
-    """The provider's response body verbatim, or a recorded stream (JSON array, JSONL, SSE)."""
-    format: FormatName | None = None
-    id: str | None = None
-    meta: str | None = None
-    """A JSON object, passed through untouched into the record."""
-    kind: EntryKind = "response"
-    deltas: Literal["0", "1"] | None = None
+    payload: Annotated[
+        str,
+        msgspec.Meta(
+            description="The provider's response body verbatim, or a recorded stream (JSON "
+            "array, JSONL, SSE); for kind=request, a provider request body."
+        ),
+    ]
+    format: Annotated[
+        FormatName | None, msgspec.Meta(description="The wire format; detected when absent.")
+    ] = None
+    id: Annotated[
+        str | None, msgspec.Meta(description="The record's id; defaults to the entry id.")
+    ] = None
+    meta: Annotated[
+        str | None,
+        msgspec.Meta(description="A JSON object, copied byte for byte into the record."),
+    ] = None
+    kind: Annotated[
+        EntryKind,
+        msgspec.Meta(description="response (default) or request (checked for replayed reasoning)."),
+    ] = "response"
+    deltas: Annotated[
+        Literal["0", "1"] | None,
+        msgspec.Meta(description="1: also publish one normalized delta per chunk."),
+    ] = None
 
 
 _record_encoder: Final = msgspec.json.Encoder()

@@ -362,9 +362,10 @@ class Worker:
 class WatchedCommitter(Committer):
     """A `Committer` that tells `/readyz` when commits keep failing.
 
-    After `COMMIT_FAILURES_NOT_READY` failed commits in a row (Redis refusing them, e.g. an
-    output key of the wrong type or a full memory) the `commit` readiness problem is set; the
-    next commit that succeeds clears it. A vanished group is not counted: the worker handles it.
+    After `COMMIT_FAILURES_NOT_READY` failed commits in a row (an error reply that is no write
+    refusal: a refusal is retried and reported at once, see `delivery.Committer`) the `commit`
+    readiness problem is set; the next commit that succeeds clears it. A vanished group is not
+    counted: the worker handles it.
     """
 
     def __init__(

@@ -11,6 +11,24 @@ import pytest
 import thoughtline
 from thoughtline import NormalizeError, Usage
 
+
+def counts(
+    input_tokens: int | None,
+    output_tokens: int | None,
+    reasoning_tokens: int | None,
+    cached_input_tokens: int | None,
+    total_tokens: int | None,
+) -> Usage:
+    """A `Usage` from one table row (input, output, reasoning, cached, total)."""
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        reasoning_tokens=reasoning_tokens,
+        cached_input_tokens=cached_input_tokens,
+        total_tokens=total_tokens,
+    )
+
+
 _TEXT = {"type": "text", "text": "x"}
 _TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
 
@@ -55,26 +73,26 @@ _CACHED = {
 
 # usage object, expected usage, expected detection codes
 USAGES: list[tuple[Any, Usage, list[str]]] = [
-    ({"input_tokens": 10, "output_tokens": 20}, Usage(10, 20, None, None, 30), []),
-    (_CACHED, Usage(1005, 50, None, 900, 1055), []),
-    ({**_CACHED, "cache_creation_input_tokens": 0}, Usage(905, 50, None, 900, 955), []),
-    ({**_CACHED, "cache_read_input_tokens": 0}, Usage(105, 50, None, 0, 155), []),
+    ({"input_tokens": 10, "output_tokens": 20}, counts(10, 20, None, None, 30), []),
+    (_CACHED, counts(1005, 50, None, 900, 1055), []),
+    ({**_CACHED, "cache_creation_input_tokens": 0}, counts(905, 50, None, 900, 955), []),
+    ({**_CACHED, "cache_read_input_tokens": 0}, counts(105, 50, None, 0, 155), []),
     (
         {**_CACHED, "cache_creation_input_tokens": None, "cache_read_input_tokens": None},
-        Usage(5, 50, None, None, 55),
+        counts(5, 50, None, None, 55),
         [],
     ),
     (
         {**_CACHED, "output_tokens_details": {"thinking_tokens": 30}},
-        Usage(1005, 50, 30, 900, 1055),
+        counts(1005, 50, 30, 900, 1055),
         [],
     ),
-    ({**_CACHED, "output_tokens_details": {}}, Usage(1005, 50, None, 900, 1055), []),
-    ({**_CACHED, "output_tokens_details": None}, Usage(1005, 50, None, 900, 1055), []),
-    ({"output_tokens": 5}, Usage(None, 5, None, None, None), []),
-    ({"input_tokens": 0, "output_tokens": 0}, Usage(0, 0, None, None, 0), []),
-    ({}, Usage(None, None, None, None, None), []),
-    (None, Usage(None, None, None, None, None), []),
+    ({**_CACHED, "output_tokens_details": {}}, counts(1005, 50, None, 900, 1055), []),
+    ({**_CACHED, "output_tokens_details": None}, counts(1005, 50, None, 900, 1055), []),
+    ({"output_tokens": 5}, counts(None, 5, None, None, None), []),
+    ({"input_tokens": 0, "output_tokens": 0}, counts(0, 0, None, None, 0), []),
+    ({}, counts(None, None, None, None, None), []),
+    (None, counts(None, None, None, None, None), []),
     ({"input_tokens": "10", "output_tokens": 5}, Usage(), ["invalid_usage"]),
     ({"input_tokens": 1.5, "output_tokens": 5}, Usage(), ["invalid_usage"]),
     ({"input_tokens": True, "output_tokens": 5}, Usage(), ["invalid_usage"]),

@@ -18,8 +18,18 @@ GEMINI = (
 
 def test_public_names_are_exactly_the_curated_list() -> None:
     assert sorted(thoughtline.__all__) == [
-        "Delta", "Detection", "NormalizeError", "Record", "ThoughtlineError", "ToolCall",
-        "UnknownFormatError", "Usage", "decode", "deltas", "detect_format", "encode",
+        "Delta",
+        "Detection",
+        "NormalizeError",
+        "Record",
+        "ThoughtlineError",
+        "ToolCall",
+        "UnknownFormatError",
+        "Usage",
+        "decode",
+        "deltas",
+        "detect_format",
+        "encode",
         "normalize",
     ]
     for name in thoughtline.__all__:

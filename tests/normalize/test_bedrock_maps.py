@@ -70,20 +70,129 @@ _INVALID = ["invalid_usage"]
 
 # usage object, expected usage, expected detection codes
 USAGES: list[tuple[Any, Usage, list[str]]] = [
-    (_PLAIN, Usage(10, 20, None, None, 30), []),
-    (_CACHED, Usage(1005, 50, None, 900, 1055), []),
-    (_OLDER_NAMES, Usage(1005, 50, None, 900, 1055), []),
+    (
+        _PLAIN,
+        Usage(
+            input_tokens=10,
+            output_tokens=20,
+            reasoning_tokens=None,
+            cached_input_tokens=None,
+            total_tokens=30,
+        ),
+        [],
+    ),
+    (
+        _CACHED,
+        Usage(
+            input_tokens=1005,
+            output_tokens=50,
+            reasoning_tokens=None,
+            cached_input_tokens=900,
+            total_tokens=1055,
+        ),
+        [],
+    ),
+    (
+        _OLDER_NAMES,
+        Usage(
+            input_tokens=1005,
+            output_tokens=50,
+            reasoning_tokens=None,
+            cached_input_tokens=900,
+            total_tokens=1055,
+        ),
+        [],
+    ),
     # Both names: the documented one wins (so this total no longer adds up).
-    ({**_OLDER_NAMES, **_CACHED, "cacheReadInputTokens": 0}, Usage(105, 50, None, 0, 1055), _GAP),
-    ({**_CACHED, "cacheWriteInputTokens": 0, "totalTokens": 955},
-     Usage(905, 50, None, 900, 955), []),
+    (
+        {**_OLDER_NAMES, **_CACHED, "cacheReadInputTokens": 0},
+        Usage(
+            input_tokens=105,
+            output_tokens=50,
+            reasoning_tokens=None,
+            cached_input_tokens=0,
+            total_tokens=1055,
+        ),
+        _GAP,
+    ),
+    (
+        {**_CACHED, "cacheWriteInputTokens": 0, "totalTokens": 955},
+        Usage(
+            input_tokens=905,
+            output_tokens=50,
+            reasoning_tokens=None,
+            cached_input_tokens=900,
+            total_tokens=955,
+        ),
+        [],
+    ),
     # A total that leaves the cache out is not what AWS documents: flagged, kept as given.
-    ({**_CACHED, "totalTokens": 55}, Usage(1005, 50, None, 900, 55), _GAP),
-    ({**_PLAIN, "totalTokens": 31}, Usage(10, 20, None, None, 31), _GAP),
-    ({"inputTokens": 10, "outputTokens": 20}, Usage(10, 20, None, None, 30), []),
-    ({"outputTokens": 5}, Usage(None, 5, None, None, None), []),
-    ({}, Usage(None, None, None, None, None), []),
-    (None, Usage(None, None, None, None, None), []),
+    (
+        {**_CACHED, "totalTokens": 55},
+        Usage(
+            input_tokens=1005,
+            output_tokens=50,
+            reasoning_tokens=None,
+            cached_input_tokens=900,
+            total_tokens=55,
+        ),
+        _GAP,
+    ),
+    (
+        {**_PLAIN, "totalTokens": 31},
+        Usage(
+            input_tokens=10,
+            output_tokens=20,
+            reasoning_tokens=None,
+            cached_input_tokens=None,
+            total_tokens=31,
+        ),
+        _GAP,
+    ),
+    (
+        {"inputTokens": 10, "outputTokens": 20},
+        Usage(
+            input_tokens=10,
+            output_tokens=20,
+            reasoning_tokens=None,
+            cached_input_tokens=None,
+            total_tokens=30,
+        ),
+        [],
+    ),
+    (
+        {"outputTokens": 5},
+        Usage(
+            input_tokens=None,
+            output_tokens=5,
+            reasoning_tokens=None,
+            cached_input_tokens=None,
+            total_tokens=None,
+        ),
+        [],
+    ),
+    (
+        {},
+        Usage(
+            input_tokens=None,
+            output_tokens=None,
+            reasoning_tokens=None,
+            cached_input_tokens=None,
+            total_tokens=None,
+        ),
+        [],
+    ),
+    (
+        None,
+        Usage(
+            input_tokens=None,
+            output_tokens=None,
+            reasoning_tokens=None,
+            cached_input_tokens=None,
+            total_tokens=None,
+        ),
+        [],
+    ),
     ({"inputTokens": "10", "outputTokens": 5}, Usage(), _INVALID),
     ({"inputTokens": 1.5, "outputTokens": 5}, Usage(), _INVALID),
     ({"inputTokens": 1, "outputTokens": 5, "cacheReadInputTokens": False}, Usage(), _INVALID),

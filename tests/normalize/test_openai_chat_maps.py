@@ -60,7 +60,9 @@ def test_finish_reason_map(native: str | None, unified: str | None) -> None:
         ({}, (None, None, None, None, None)),
         (
             {
-                "prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150,
+                "prompt_tokens": 100,
+                "completion_tokens": 50,
+                "total_tokens": 150,
                 "completion_tokens_details": {"reasoning_tokens": 30},
                 "prompt_tokens_details": {"cached_tokens": 60},
             },
@@ -68,20 +70,32 @@ def test_finish_reason_map(native: str | None, unified: str | None) -> None:
         ),
         (
             {
-                "prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150,
+                "prompt_tokens": 100,
+                "completion_tokens": 50,
+                "total_tokens": 150,
                 "completion_tokens_details": {"accepted_prediction_tokens": 0},
                 "prompt_tokens_details": {"audio_tokens": 0},
             },
             (100, 50, None, None, 150),
         ),
         (
-            {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17,
-             "prompt_cache_hit_tokens": 8, "prompt_cache_miss_tokens": 4},
+            {
+                "prompt_tokens": 12,
+                "completion_tokens": 5,
+                "total_tokens": 17,
+                "prompt_cache_hit_tokens": 8,
+                "prompt_cache_miss_tokens": 4,
+            },
             (12, 5, None, 8, 17),
         ),
         (
-            {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17,
-             "prompt_tokens_details": {"cached_tokens": 3}, "prompt_cache_hit_tokens": 8},
+            {
+                "prompt_tokens": 12,
+                "completion_tokens": 5,
+                "total_tokens": 17,
+                "prompt_tokens_details": {"cached_tokens": 3},
+                "prompt_cache_hit_tokens": 8,
+            },
             (12, 5, None, 3, 17),
         ),
         (
@@ -90,8 +104,14 @@ def test_finish_reason_map(native: str | None, unified: str | None) -> None:
         ),
     ],
     ids=[
-        "plain", "total-from-sum", "input-only", "empty-object", "details",
-        "details-without-counts", "deepseek-cache-hit", "details-before-deepseek",
+        "plain",
+        "total-from-sum",
+        "input-only",
+        "empty-object",
+        "details",
+        "details-without-counts",
+        "deepseek-cache-hit",
+        "details-before-deepseek",
         "moonshot-together-cached",
     ],
 )
@@ -117,8 +137,15 @@ def test_usage_mapping(usage: dict[str, Any], expected: tuple[int | None, ...]) 
         b'{"id": "x", "choices": [{"message": "not an object"}]}',
         b'{"id": "x", "choices": {"0": {}}}',
     ],
-    ids=["no-choices", "null-choices", "empty-choices", "no-message", "choice-not-object",
-         "message-not-object", "choices-not-list"],
+    ids=[
+        "no-choices",
+        "null-choices",
+        "empty-choices",
+        "no-message",
+        "choice-not-object",
+        "message-not-object",
+        "choices-not-list",
+    ],
 )
 def test_payload_with_nothing_usable_is_invalid(payload: bytes) -> None:
     with pytest.raises(NormalizeError) as caught:

@@ -10,6 +10,24 @@ import pytest
 import thoughtline
 from thoughtline import Usage
 
+
+def counts(
+    input_tokens: int | None,
+    output_tokens: int | None,
+    reasoning_tokens: int | None,
+    cached_input_tokens: int | None,
+    total_tokens: int | None,
+) -> Usage:
+    """A `Usage` from one table row (input, output, reasoning, cached, total)."""
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        reasoning_tokens=reasoning_tokens,
+        cached_input_tokens=cached_input_tokens,
+        total_tokens=total_tokens,
+    )
+
+
 _TEXT_MESSAGE = {"type": "message", "content": [{"type": "output_text", "text": "x"}]}
 _REFUSAL_MESSAGE = {"type": "message", "content": [{"type": "refusal", "refusal": "No"}]}
 _FUNCTION_CALL = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
@@ -65,15 +83,15 @@ _FULL = {
 
 # usage object, expected usage, expected detection codes
 USAGES: list[tuple[Any, Usage, list[str]]] = [
-    (_FULL, Usage(100, 50, 30, 40, 150), []),
-    ({**_FULL, "total_tokens": 151}, Usage(100, 50, 30, 40, 151), ["usage_inconsistent"]),
-    ({"input_tokens": 100, "output_tokens": 50}, Usage(100, 50, None, None, 150), []),
-    ({"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}, Usage(0, 0, None, None, 0), []),
-    ({"input_tokens": 9}, Usage(9, None, None, None, None), []),
-    ({**_FULL, "input_tokens_details": None}, Usage(100, 50, 30, None, 150), []),
-    ({**_FULL, "output_tokens_details": {}}, Usage(100, 50, None, 40, 150), []),
-    ({}, Usage(None, None, None, None, None), []),
-    (None, Usage(None, None, None, None, None), []),
+    (_FULL, counts(100, 50, 30, 40, 150), []),
+    ({**_FULL, "total_tokens": 151}, counts(100, 50, 30, 40, 151), ["usage_inconsistent"]),
+    ({"input_tokens": 100, "output_tokens": 50}, counts(100, 50, None, None, 150), []),
+    ({"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}, counts(0, 0, None, None, 0), []),
+    ({"input_tokens": 9}, counts(9, None, None, None, None), []),
+    ({**_FULL, "input_tokens_details": None}, counts(100, 50, 30, None, 150), []),
+    ({**_FULL, "output_tokens_details": {}}, counts(100, 50, None, 40, 150), []),
+    ({}, counts(None, None, None, None, None), []),
+    (None, counts(None, None, None, None, None), []),
     ({"input_tokens": "100", "output_tokens": 5}, Usage(), ["invalid_usage"]),
     ({"input_tokens": 1.5, "output_tokens": 5}, Usage(), ["invalid_usage"]),
     ({**_FULL, "output_tokens_details": {"reasoning_tokens": True}}, Usage(), ["invalid_usage"]),

@@ -57,7 +57,11 @@ def test_a_message_is_flagged_when_it_holds_half_of_a_record_thinking(
 ) -> None:
     owners = dict.fromkeys(text_fingerprints(f"{LINE_A}\n{LINE_B}"), "earlier")
     history = [HistoryFingerprint("messages[3]", f) for f in text_fingerprints(message)]
-    expected = [Detection("leaked_thought", "replayed_reasoning", "messages[3]")] if flagged else []
+    expected = (
+        [Detection(kind="leaked_thought", code="replayed_reasoning", path="messages[3]")]
+        if flagged
+        else []
+    )
     assert repeated_reasoning(history, owners, {"earlier": 2}) == expected
 
 
@@ -101,7 +105,7 @@ def test_the_loop_is_flagged_from_the_limit_on() -> None:
     assert reasoning_only_loop(limit - 1) is None
     for streak in (limit, limit + 5):
         assert reasoning_only_loop(streak) == Detection(
-            "leaked_thought", "reasoning_only_loop", "meta.conversation_id"
+            kind="leaked_thought", code="reasoning_only_loop", path="meta.conversation_id"
         )
     assert reasoning_only_loop(2, limit=2) is not None
 

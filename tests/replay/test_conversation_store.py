@@ -20,8 +20,8 @@ THINKING = (
     "The user asks which plan is cheaper over a whole year of use.\n"
     "Plan A costs twelve euros a month and plan B costs a hundred and twenty a year."
 )
-LOOP = Detection("leaked_thought", "reasoning_only_loop", "meta.conversation_id")
-REPLAYED = Detection("leaked_thought", "replayed_reasoning", "messages[1]")
+LOOP = Detection(kind="leaked_thought", code="reasoning_only_loop", path="meta.conversation_id")
+REPLAYED = Detection(kind="leaked_thought", code="replayed_reasoning", path="messages[1]")
 
 
 @pytest.fixture

@@ -39,26 +39,34 @@ def _note(stream: Path) -> dict[str, Any]:
     return expected_block(stream.with_suffix(".source.txt"))
 
 
+def _usage(*counts: int | None) -> Usage:
+    """A `Usage` from (input, output, reasoning, cached, total)."""
+    names = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_input_tokens")
+    return Usage(**dict(zip((*names, "total_tokens"), counts, strict=True)))
+
+
 def _expected_usage(directory: str, noted: dict[str, Any]) -> Usage:
     counts = list(noted.values())
     if directory == "gemini":
         prompt, candidates, thoughts, cached, total = counts
-        return Usage(prompt, (candidates or 0) + (thoughts or 0), thoughts or 0, cached or 0, total)
+        return _usage(
+            prompt, (candidates or 0) + (thoughts or 0), thoughts or 0, cached or 0, total
+        )
     if directory in ("anthropic", "bedrock-converse"):
         given, output, _, cache_read, cache_write = counts
         total = given + output + (cache_read or 0) + (cache_write or 0)
-        return Usage(
+        return _usage(
             given + (cache_read or 0) + (cache_write or 0), output, None, cache_read, total
         )
     if directory == "ollama-native":
         prompt, generated = counts
-        return Usage(prompt, generated, None, None, prompt + generated)
+        return _usage(prompt, generated, None, None, prompt + generated)
     if directory == "openai-responses":
         given, output, reasoning, cached = counts
-        return Usage(given, output, reasoning, cached, given + output)
+        return _usage(given, output, reasoning, cached, given + output)
     prompt, completion, reasoning, cached, cache_hit = counts
     cached = cached if cached is not None else cache_hit
-    return Usage(prompt, completion, reasoning, cached, prompt + completion)
+    return _usage(prompt, completion, reasoning, cached, prompt + completion)
 
 
 def _expected_thinking(note: dict[str, Any]) -> str | None:

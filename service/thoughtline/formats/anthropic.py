@@ -1,4 +1,4 @@
-"""Anthropic Messages API responses (DESIGN §3-4).
+"""Anthropic Messages API responses.
 
 Follows https://docs.anthropic.com/en/api/messages (the `Message` object) and the extended
 thinking guide (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking):
@@ -23,21 +23,18 @@ from thoughtline.formats.compose import (
     Turn,
     build_record,
     decode,
-    decode_part,
     join_blocks,
     malformed,
     present,
     tool_arguments,
 )
-from thoughtline.formats.wire_values import is_filled_string, string_or_none, view_or_none
+from thoughtline.formats.wire_values import is_filled_string, string_or_none, view_or_detect
 from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 
 FORMAT: Final = "anthropic"
 PROVIDER: Final = "anthropic"
 
 UNSET: Final = msgspec.UNSET
-
-
 _NO_VALUE: Final = msgspec.Raw()
 
 
@@ -136,35 +133,10 @@ def read_turn(message: _Message) -> Turn:
     return turn
 
 
-def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn) -> None:
-    """Every content block into the turn, in order (also used for assembled stream blocks)."""
-    thinking_blocks: list[str] = []
-    visible: list[str] = []
-    for index, raw_block in enumerate(raw_blocks):
-        path = f"{_CONTENT_PATH}[{index}]"
-        turn.replay_parts.append(raw_block)
-        block = decode_part(raw_block, _Block, path, turn.detections)
-        if block is None:
-            continue
-        if block.type == "text":
-            _read_text(block, path, visible, turn.detections)
-        elif block.type == "thinking":
-            _read_thinking(block, path, thinking_blocks, turn.detections)
-        elif block.type == "redacted_thinking":
-            _check_redacted(block, path, turn.detections)
-        elif block.type == "tool_use":
-            _read_tool_use(block, path, turn)
-        elif not _is_server_block(block.type):
-            turn.detections.append(malformed("unknown_part", path))
-    turn.native_thinking = join_blocks(thinking_blocks)
-    turn.visible_text = "".join(visible)
-
-
 def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
     """The record's usage from Anthropic's: cache reads and writes join the input count."""
-    counts = view_or_none(raw_usage, _Usage, "usage")
+    counts = view_or_detect(raw_usage, _Usage, "invalid_usage", "usage", detections)
     if counts is None:
-        detections.append(malformed("invalid_usage", "usage"))
         return Usage()
     input_tokens = None
     if counts.input_tokens is not None:
@@ -181,6 +153,30 @@ def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
         reasoning_tokens=details.thinking_tokens if details is not None else None,
         cached_input_tokens=counts.cache_read_input_tokens,
     )
+
+
+def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn) -> None:
+    """Every content block into the turn, in order (also used for assembled stream blocks)."""
+    thinking_blocks: list[str] = []
+    visible: list[str] = []
+    for index, raw_block in enumerate(raw_blocks):
+        path = f"{_CONTENT_PATH}[{index}]"
+        turn.replay_parts.append(raw_block)
+        block = view_or_detect(raw_block, _Block, "unknown_part", path, turn.detections)
+        if block is None:
+            continue
+        if block.type == "text":
+            _read_text(block, path, visible, turn.detections)
+        elif block.type == "thinking":
+            _read_thinking(block, path, thinking_blocks, turn.detections)
+        elif block.type == "redacted_thinking":
+            _check_redacted(block, path, turn.detections)
+        elif block.type == "tool_use":
+            _read_tool_use(block, path, turn)
+        elif not _is_server_block(block.type):
+            turn.detections.append(malformed("unknown_part", path))
+    turn.native_thinking = join_blocks(thinking_blocks)
+    turn.visible_text = "".join(visible)
 
 
 def _is_server_block(block_type: Any) -> bool:
@@ -218,7 +214,7 @@ def _read_tool_use(block: _Block, path: str, turn: Turn) -> None:
     if not isinstance(block.name, str) or not block.name:
         turn.detections.append(malformed("invalid_tool_call", path))
         return
-    call_id = block.id if isinstance(block.id, str) else None
+    call_id = string_or_none(block.id)
     arguments = {} if block.input is UNSET or block.input is None else block.input
     arguments = tool_arguments(arguments, f"{path}.input", turn.detections)
     turn.tool_calls.append(ToolCall(id=call_id, name=block.name, arguments=arguments))

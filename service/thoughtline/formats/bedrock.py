@@ -1,4 +1,4 @@
-"""AWS Bedrock Converse responses (DESIGN §3-4).
+"""AWS Bedrock Converse responses.
 
 Follows https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html and
 its `ContentBlock` / `ReasoningContentBlock` / `TokenUsage` shapes: `reasoningContent.
@@ -29,13 +29,17 @@ from thoughtline.formats.compose import (
     Turn,
     build_record,
     decode,
-    decode_part,
     join_blocks,
     malformed,
     present,
     tool_arguments,
 )
-from thoughtline.formats.wire_values import is_filled_string, string_or_none, view_or_none
+from thoughtline.formats.wire_values import (
+    is_filled_string,
+    string_or_none,
+    view_or_detect,
+    view_or_none,
+)
 from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 
 FORMAT: Final = "bedrock_converse"
@@ -174,6 +178,25 @@ def read_turn(response: _Response) -> Turn:
     return turn
 
 
+def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
+    """The record's usage from Bedrock's: cache reads and writes join the input count."""
+    counts = view_or_detect(raw_usage, _Usage, "invalid_usage", "usage", detections)
+    if counts is None:
+        return Usage()
+    cache_read = _either(counts.cacheReadInputTokens, counts.cacheReadInputTokenCount)
+    cache_write = _either(counts.cacheWriteInputTokens, counts.cacheWriteInputTokenCount)
+    input_tokens = None
+    if counts.inputTokens is not None:
+        input_tokens = counts.inputTokens + (cache_read or 0) + (cache_write or 0)
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=counts.outputTokens,
+        reasoning_tokens=None,  # Bedrock does not break reasoning out of `outputTokens`
+        cached_input_tokens=cache_read,
+        total_tokens=counts.totalTokens,
+    )
+
+
 def model_of(response: _Response) -> str | None:
     trace = view_or_none(response.trace, _Trace, "trace") if present(response.trace) else None
     router = trace.promptRouter if trace is not None else None
@@ -193,7 +216,7 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn, *, signed: bool) -> N
     for index, raw_block in enumerate(raw_blocks):
         path = f"{_CONTENT_PATH}[{index}]"
         turn.replay_parts.append(raw_block)
-        block = decode_part(raw_block, _Block, path, turn.detections)
+        block = view_or_detect(raw_block, _Block, "unknown_part", path, turn.detections)
         if block is None:
             continue
         if not block.carries_known_data():
@@ -211,26 +234,6 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn, *, signed: bool) -> N
             _read_citations(block.citationsContent, f"{path}.citationsContent", visible, turn)
     turn.native_thinking = join_blocks(reasoning_blocks)
     turn.visible_text = "".join(visible)
-
-
-def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
-    """The record's usage from Bedrock's: cache reads and writes join the input count."""
-    counts = view_or_none(raw_usage, _Usage, "usage")
-    if counts is None:
-        detections.append(malformed("invalid_usage", "usage"))
-        return Usage()
-    cache_read = _either(counts.cacheReadInputTokens, counts.cacheReadInputTokenCount)
-    cache_write = _either(counts.cacheWriteInputTokens, counts.cacheWriteInputTokenCount)
-    input_tokens = None
-    if counts.inputTokens is not None:
-        input_tokens = counts.inputTokens + (cache_read or 0) + (cache_write or 0)
-    return Usage(
-        input_tokens=input_tokens,
-        output_tokens=counts.outputTokens,
-        reasoning_tokens=None,  # Bedrock does not break reasoning out of `outputTokens`
-        cached_input_tokens=cache_read,
-        total_tokens=counts.totalTokens,
-    )
 
 
 def _either(count: int | None, older_name_count: int | None) -> int | None:
@@ -264,9 +267,8 @@ def _read_reasoning(
 def _read_reasoning_text(
     raw: msgspec.Raw, path: str, signed: bool, reasoning_blocks: list[str], turn: Turn
 ) -> None:
-    reasoning_text = view_or_none(raw, _ReasoningText, path)
+    reasoning_text = view_or_detect(raw, _ReasoningText, "unknown_part", path, turn.detections)
     if reasoning_text is None:
-        turn.detections.append(malformed("unknown_part", path))
         return
     if isinstance(reasoning_text.text, str):
         reasoning_blocks.append(reasoning_text.text)
@@ -289,9 +291,8 @@ def _read_tool_use(raw: msgspec.Raw, path: str, turn: Turn) -> None:
 
 
 def _read_citations(raw: msgspec.Raw, path: str, visible: list[str], turn: Turn) -> None:
-    citations = view_or_none(raw, _CitationsContent, path)
+    citations = view_or_detect(raw, _CitationsContent, "unknown_part", path, turn.detections)
     if citations is None:
-        turn.detections.append(malformed("unknown_part", path))
         return
     for index, generated in enumerate(citations.content):
         if generated.text is not UNSET:

@@ -2,9 +2,9 @@
 
 A format module reads its wire shape into a `Turn` (native thinking already joined by that
 format's rules, visible text concatenated, tool calls, usage, replay parts, detections found on
-the way); `build_record` then applies DESIGN §4.2-4.5 once for all formats: inline extraction,
+the way); `build_record` then applies the shared rules once for all formats: inline extraction,
 the native + LF + inline combination, `tool_calls` as the finish reason of a normal stop with
-calls, and the cross-field detections.
+calls, and the cross-field detections. Nested members are read leniently with `wire_values`.
 """
 
 from __future__ import annotations
@@ -80,25 +80,6 @@ def decode(data: bytes | msgspec.Raw, type: type[T], what: str) -> T:
         raise NormalizeError("too_deep", f"{what}: nesting too deep to decode") from error
 
 
-def decode_part(
-    data: msgspec.Raw, type: type[T], path: str, detections: list[Detection]
-) -> T | None:
-    """A part, block or item read into its view; None (and `unknown_part`) for a wrong shape.
-
-    A part of the wrong shape stays in `replay_parts` and the rest of the turn still counts;
-    bytes that are not JSON at all (invalid UTF-8 inside a string) fail the whole payload.
-    """
-    try:
-        return decoder_for(type).decode(data)
-    except msgspec.ValidationError:
-        detections.append(malformed("unknown_part", path))
-        return None
-    except msgspec.DecodeError as error:
-        raise NormalizeError("not_json", f"{path}: {error}") from error
-    except RecursionError as error:
-        raise NormalizeError("too_deep", f"{path}: nesting too deep to decode") from error
-
-
 def present(raw: msgspec.Raw) -> bool:
     """True when an optional `msgspec.Raw` view field held a value other than null.
 
@@ -138,7 +119,7 @@ def tool_arguments(value: Any, path: str, detections: list[Detection]) -> Any:
 
 
 def join_blocks(blocks: list[str]) -> str | None:
-    """Separate reasoning blocks join with one LF; empty blocks are skipped (DESIGN §4.1)."""
+    """Separate reasoning blocks join with one LF; empty blocks are skipped."""
     present = [block for block in blocks if block]
     return "\n".join(present) if present else None
 
@@ -174,7 +155,8 @@ def build_record(
     record_id: str | None,
     meta: msgspec.Raw | None,
 ) -> Record:
-    """Apply DESIGN §4.2-4.5 to a format's turn and return the record."""
+    """Apply the shared rules (inline extraction, the thinking combination, the tool-call
+    finish, the cross-field detections) to a format's turn and return the record."""
     detections = list(turn.detections)
     inline = inline_reasoning.extract(
         turn.visible_text, thought_label=may_carry_thought_label(turn.model)

@@ -1,4 +1,4 @@
-"""Tool calls in OpenAI's function shape, and lenient decoding, for Chat, Mistral and Ollama.
+"""Tool calls in OpenAI's function shape, for Chat, Mistral and Ollama.
 
 The three formats carry tool calls as `{id, type, function: {name, arguments}}`: Chat sends
 `arguments` as a JSON string, Mistral as a string or an object, Ollama as an object (and `id`
@@ -6,21 +6,19 @@ only in newer versions). One reader serves all three (https://platform.openai.co
 reference/chat/object, https://docs.mistral.ai/capabilities/function_calling/,
 https://github.com/ollama/ollama/blob/main/docs/api.md).
 
-Every value here is read leniently: a wrong shape is a detection and the rest of the turn
-still counts, never a rejected payload.
+Every value here is read leniently (`wire_values`): a wrong shape is a detection and the
+rest of the turn still counts, never a rejected payload.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
-from thoughtline.errors import NormalizeError
-from thoughtline.formats.compose import Turn, decoder_for, malformed, present, tool_arguments
-from thoughtline.record import Detection, ToolCall
-
-View = TypeVar("View")
+from thoughtline.formats.compose import Turn, malformed, present, tool_arguments
+from thoughtline.formats.wire_values import view_or_detect
+from thoughtline.record import ToolCall
 
 RawList = list[msgspec.Raw]
 
@@ -45,46 +43,22 @@ def read_tool_calls(raw_calls: msgspec.Raw, path: str, turn: Turn) -> None:
     """`tool_calls` in order: `id`, `function.name`, decoded `function.arguments`."""
     if not present(raw_calls):
         return
-    calls = decode_or_detect(raw_calls, RawList, "invalid_tool_call", path, turn.detections)
+    calls = view_or_detect(raw_calls, RawList, "invalid_tool_call", path, turn.detections)
     for index, raw_call in enumerate(calls or ()):
         _read_tool_call(raw_call, f"{path}[{index}]", turn)
 
 
 def read_function_call(raw_call: msgspec.Raw, path: str, turn: Turn) -> None:
     """Chat's deprecated single `function_call`: a tool call with no id (never invented)."""
-    function = decode_or_detect(raw_call, FunctionView, "invalid_tool_call", path, turn.detections)
+    function = view_or_detect(raw_call, FunctionView, "invalid_tool_call", path, turn.detections)
     if function is None:
         return
     arguments = _arguments(function.arguments, f"{path}.arguments", turn)
     turn.tool_calls.append(ToolCall(id=None, name=function.name, arguments=arguments))
 
 
-def decode_or_detect(
-    raw: msgspec.Raw, view: type[View], code: str, path: str, detections: list[Detection]
-) -> View | None:
-    """A value as its view; a wrong shape is the detection `code` (the rest still counts).
-
-    Bytes that are not JSON at all (invalid UTF-8 inside a string skipped as `Raw`) fail the
-    whole payload, as `compose.decode` does.
-    """
-    try:
-        return decoder_for(view).decode(raw)
-    except msgspec.ValidationError:
-        detections.append(malformed(code, path))
-        return None
-    except msgspec.DecodeError as error:
-        raise NormalizeError("not_json", f"{path}: {error}") from error
-    except RecursionError as error:
-        raise NormalizeError("too_deep", f"{path}: nesting too deep to decode") from error
-
-
-def string_or_none(value: Any) -> str | None:
-    """A scalar typed loosely in a view: a string, else null."""
-    return value if isinstance(value, str) else None
-
-
 def _read_tool_call(raw_call: msgspec.Raw, path: str, turn: Turn) -> None:
-    call = decode_or_detect(raw_call, ToolCallView, "invalid_tool_call", path, turn.detections)
+    call = view_or_detect(raw_call, ToolCallView, "invalid_tool_call", path, turn.detections)
     if call is None:
         return
     if call.function is not None:

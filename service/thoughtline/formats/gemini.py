@@ -1,4 +1,4 @@
-"""Gemini `generateContent` responses (DESIGN §4; seed 000, ADR-223).
+"""Gemini `generateContent` responses.
 
 Follows https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse and the
 `Part` contract (https://ai.google.dev/api/caching#Part): only the first candidate counts; its
@@ -15,29 +15,14 @@ from typing import Any, Final
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.formats.compose import (
-    Turn,
-    build_record,
-    decode,
-    decode_part,
-    malformed,
-    present,
-)
-from thoughtline.formats.wire_values import string_or_none, view_or_none
+from thoughtline.formats.compose import Turn, build_record, decode, malformed, present
+from thoughtline.formats.wire_values import string_or_none, view_or_detect
 from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 
 FORMAT: Final = "gemini"
 PROVIDER: Final = "google"
 
 UNSET: Final = msgspec.UNSET
-
-
-class _FunctionCall(msgspec.Struct):
-    name: str
-    args: Any = None
-    id: str | None = None
-
-
 _NO_VALUE: Final = msgspec.Raw()
 
 
@@ -47,7 +32,7 @@ class _Part(msgspec.Struct):
     # 140 kB signature is skipped over, never copied into a Python string.
     text: Any = UNSET
     thought: Any = UNSET
-    functionCall: Any = UNSET  # noqa: N815 - wire name
+    functionCall: msgspec.Raw = _NO_VALUE  # noqa: N815 - wire name
     functionResponse: msgspec.Raw = _NO_VALUE  # noqa: N815
     inlineData: msgspec.Raw = _NO_VALUE  # noqa: N815
     fileData: msgspec.Raw = _NO_VALUE  # noqa: N815
@@ -61,7 +46,7 @@ class _Part(msgspec.Struct):
         """True when the part holds any field of the documented `Part` union."""
         return (
             self.text is not UNSET
-            or self.functionCall is not UNSET
+            or len(self.functionCall) > 0
             or len(self.functionResponse) > 0
             or len(self.inlineData) > 0
             or len(self.fileData) > 0
@@ -71,6 +56,12 @@ class _Part(msgspec.Struct):
             or len(self.toolResponse) > 0
             or len(self.thoughtSignature) > 0
         )
+
+
+class _FunctionCall(msgspec.Struct):
+    name: str
+    args: Any = None
+    id: str | None = None
 
 
 class _Content(msgspec.Struct):
@@ -173,19 +164,34 @@ def read_turn(response: _Response) -> Turn:
     return turn
 
 
+def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
+    """Output = candidates + thoughts; tool-use prompt tokens join the input. Counts that are
+    not integers null them all (`invalid_usage`); `native_usage` keeps them."""
+    usage = view_or_detect(raw_usage, _UsageMetadata, "invalid_usage", "usageMetadata", detections)
+    if usage is None:
+        return Usage()
+    return Usage(
+        input_tokens=usage.promptTokenCount + usage.toolUsePromptTokenCount,
+        output_tokens=usage.candidatesTokenCount + usage.thoughtsTokenCount,
+        reasoning_tokens=usage.thoughtsTokenCount,
+        cached_input_tokens=usage.cachedContentTokenCount,
+        total_tokens=usage.totalTokenCount,
+    )
+
+
 def _read_parts(raw_parts: list[msgspec.Raw], turn: Turn) -> None:
     thoughts: list[str] = []
     visible: list[str] = []
     for index, raw_part in enumerate(raw_parts):
         path = f"{_PARTS_PATH}[{index}]"
         turn.replay_parts.append(raw_part)
-        part = decode_part(raw_part, _Part, path, turn.detections)
+        part = view_or_detect(raw_part, _Part, "unknown_part", path, turn.detections)
         if part is None:
             continue
         if part.text is not UNSET:
             _read_text(part, path, thoughts, visible, turn.detections)
-        if part.functionCall is not UNSET:
-            _read_function_call(part.functionCall, path, turn)
+        if len(part.functionCall):
+            _read_function_call(part.functionCall, f"{path}.functionCall", turn)
         if not part.carries_known_data():
             turn.detections.append(malformed("unknown_part", path))
     turn.native_thinking = "".join(thoughts) or None
@@ -204,27 +210,9 @@ def _read_text(
     (thoughts if thought is True else visible).append(part.text)
 
 
-def _read_function_call(value: Any, path: str, turn: Turn) -> None:
-    try:
-        call = msgspec.convert(value, _FunctionCall)
-    except msgspec.ValidationError:
-        turn.detections.append(malformed("invalid_tool_call", f"{path}.functionCall"))
+def _read_function_call(raw: msgspec.Raw, path: str, turn: Turn) -> None:
+    call = view_or_detect(raw, _FunctionCall, "invalid_tool_call", path, turn.detections)
+    if call is None:
         return
     arguments = call.args if call.args is not None else {}
     turn.tool_calls.append(ToolCall(name=call.name, arguments=arguments, id=call.id))
-
-
-def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
-    """Output = candidates + thoughts; tool-use prompt tokens join the input. Counts that are
-    not integers null them all (`invalid_usage`); `native_usage` keeps them."""
-    usage = view_or_none(raw_usage, _UsageMetadata, "usageMetadata")
-    if usage is None:
-        detections.append(malformed("invalid_usage", "usageMetadata"))
-        return Usage()
-    return Usage(
-        input_tokens=usage.promptTokenCount + usage.toolUsePromptTokenCount,
-        output_tokens=usage.candidatesTokenCount + usage.thoughtsTokenCount,
-        reasoning_tokens=usage.thoughtsTokenCount,
-        cached_input_tokens=usage.cachedContentTokenCount,
-        total_tokens=usage.totalTokenCount,
-    )

@@ -1,4 +1,4 @@
-"""Mistral chat completions, magistral reasoning included (DESIGN §4; issue 3).
+"""Mistral chat completions, magistral reasoning included.
 
 Follows https://docs.mistral.ai/api/#tag/chat/operation/chat_completion_v1_chat_completions_post
 and https://docs.mistral.ai/capabilities/reasoning/. Mistral is a dialect of Chat Completions:
@@ -18,18 +18,18 @@ from typing import Any, Final
 import msgspec
 
 from thoughtline.formats import openai_chat
-from thoughtline.formats.compose import build_record, decode, decoder_for, malformed
-from thoughtline.formats.openai_chat import ContentTexts, add_visible_text, part_type
+from thoughtline.formats.compose import Turn, build_record, decode, malformed
+from thoughtline.formats.openai_chat import (
+    ChatCompletionView,
+    ContentTexts,
+    add_visible_text,
+    part_type,
+)
+from thoughtline.formats.wire_values import probe_view
 from thoughtline.record import FinishReason, Record
 
 FORMAT: Final = "mistral"
 PROVIDER: Final = "mistral"
-
-_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = openai_chat.FINISH_REASON_MAP
-"""The Chat map, `model_length` included: a dialect body must read the same either way."""
-
-MISTRAL_ONLY_CHUNKS: Final = frozenset({"thinking", "reference", "document_url"})
-"""Content chunk types only Mistral sends in a response: they tell the format apart."""
 
 
 class _ChunkKind(msgspec.Struct):
@@ -49,24 +49,13 @@ class _ChoicesProbe(msgspec.Struct):
     choices: list[_ChoiceContent] | None = None
 
 
-def has_mistral_chunks(data: bytes) -> bool:
-    """True when the first choice's message (or stream delta) content is a list holding a
-    chunk only Mistral sends. Looks nowhere else: a gateway's `thinking_blocks` beside the
-    content are not Mistral's shape."""
-    try:
-        choices = decoder_for(_ChoicesProbe).decode(data).choices
-        if not choices:
-            return False
-        message = choices[0].message or choices[0].delta
-        if message is None or bytes(message.content)[:1] != b"[":
-            return False
-        chunks = decoder_for(list[_ChunkKind]).decode(message.content)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return False
-    return any(
-        isinstance(chunk.type, str) and chunk.type in MISTRAL_ONLY_CHUNKS for chunk in chunks
-    )
+_ChunkKinds = list[_ChunkKind]
 
+_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = openai_chat._FINISH_REASON_MAP
+"""The Chat map, `model_length` included: a dialect body must read the same either way."""
+
+MISTRAL_ONLY_CHUNKS: Final = frozenset({"thinking", "reference", "document_url"})
+"""Content chunk types only Mistral sends in a response: they tell the format apart."""
 
 _CHUNKS_WITHOUT_TEXT: Final = frozenset(
     {"reference", "image_url", "document_url", "file", "audio", "input_audio"}
@@ -77,11 +66,38 @@ def normalize(
     payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
 ) -> Record:
     """One Mistral chat completion body -> the record."""
-    response = decode(payload, openai_chat.ChatCompletionView, "mistral response")
-    turn = openai_chat.read_turn(
+    response = decode(payload, ChatCompletionView, "mistral response")
+    return build_record(
+        read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
+    )
+
+
+def read_turn(response: ChatCompletionView) -> Turn:
+    """Chat's first choice, with Mistral's finish map and content chunks."""
+    return openai_chat.read_turn(
         response, finish_reason_map=_FINISH_REASON_MAP, read_content_part=read_chunk
     )
-    return build_record(turn, format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta)
+
+
+read_usage: Final = openai_chat.read_usage
+"""Chat's usage reader as it is: Mistral's `usage` has Chat's shape."""
+
+
+def has_mistral_chunks(data: bytes) -> bool:
+    """True when the first choice's message (or stream delta) content is a list holding a
+    chunk only Mistral sends. Looks nowhere else: a gateway's `thinking_blocks` beside the
+    content are not Mistral's shape."""
+    probe = probe_view(data, _ChoicesProbe)
+    choices = probe.choices if probe is not None else None
+    if not choices:
+        return False
+    message = choices[0].message or choices[0].delta
+    if message is None or bytes(message.content)[:1] != b"[":
+        return False
+    chunks = probe_view(message.content, _ChunkKinds)
+    return chunks is not None and any(
+        isinstance(chunk.type, str) and chunk.type in MISTRAL_ONLY_CHUNKS for chunk in chunks
+    )
 
 
 def read_chunk(chunk: Any, path: str, texts: ContentTexts) -> None:

@@ -1,4 +1,4 @@
-"""Ollama's native API: `/api/chat` and `/api/generate` (DESIGN §4; issue 3).
+"""Ollama's native API: `/api/chat` and `/api/generate`.
 
 Follows https://github.com/ollama/ollama/blob/main/docs/api.md. `/api/chat` answers with a
 `message` (`thinking`, `content`, `tool_calls` whose `function.arguments` is an object);
@@ -23,7 +23,8 @@ import msgspec
 
 from thoughtline.errors import NormalizeError
 from thoughtline.formats.compose import Turn, build_record, decode, malformed, present
-from thoughtline.formats.function_calls import read_tool_calls, string_or_none
+from thoughtline.formats.function_calls import read_tool_calls
+from thoughtline.formats.wire_values import string_or_none
 from thoughtline.record import Detection, FinishReason, Record, Usage
 
 FORMAT: Final = "ollama"
@@ -98,7 +99,10 @@ def read_turn(response: ResponseView, body: msgspec.Raw) -> Turn:
 
 
 def read_usage(response: ResponseView, detections: list[Detection]) -> Usage:
-    """`prompt_eval_count` in, `eval_count` out (thinking included); omitted means zero."""
+    """`prompt_eval_count` in, `eval_count` out (thinking included); omitted means zero.
+
+    Ollama has no usage object: the counts are top-level, so this reads the decoded body
+    rather than a raw `usage` member (a second decode of the body would cost a pass)."""
     counts: list[int | None] = []
     for name in _COUNT_FIELDS:
         value = getattr(response, name)

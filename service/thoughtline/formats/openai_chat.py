@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions and every OpenAI-compatible server (DESIGN §4; issue 3).
+"""OpenAI Chat Completions and every OpenAI-compatible server.
 
 Follows https://platform.openai.com/docs/api-reference/chat/object and the reasoning extensions
 of the compatible servers: `reasoning_content` (DeepSeek, Z.ai, Qwen, Moonshot), `reasoning`
@@ -25,7 +25,8 @@ message or on a tool call (https://ai.google.dev/gemini-api/docs/thought-signatu
 the raw message, byte for byte.
 
 Mistral (`mistral.py`) is a dialect of this format: it reuses `read_turn` with its own finish
-map and its own content-chunk reader, and the streams module can reuse the views and readers.
+map and its own content-chunk reader, and `read_usage` as it is; the streams module can reuse
+the views and readers.
 """
 
 from __future__ import annotations
@@ -40,20 +41,13 @@ from thoughtline.formats.compose import (
     Turn,
     build_record,
     decode,
-    decode_part,
-    decoder_for,
     join_blocks,
     leaked,
     malformed,
     present,
 )
-from thoughtline.formats.function_calls import (
-    RawList,
-    decode_or_detect,
-    read_function_call,
-    read_tool_calls,
-    string_or_none,
-)
+from thoughtline.formats.function_calls import RawList, read_function_call, read_tool_calls
+from thoughtline.formats.wire_values import string_or_none, view_or_detect, view_or_none
 from thoughtline.record import Detection, FinishReason, Record, Usage
 
 FORMAT: Final = "openai_chat"
@@ -140,7 +134,7 @@ ContentPartReader = Callable[[Any, str, ContentTexts], None]
 """Reads one element of a `content` list (decoded JSON, and its path) into the texts."""
 
 
-FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
+_FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
     "stop": "stop",
     "length": "length",
     "tool_calls": "tool_calls",
@@ -148,7 +142,7 @@ FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
     "content_filter": "content_filter",
     "error": "error",  # OpenRouter's normalized value for a failed generation
     # Mistral's context-window stop: a Mistral body without Mistral-only chunks reads as Chat
-    # (DESIGN §2) and must give the same result.
+    # (format detection cannot tell them apart) and must give the same result.
     "model_length": "length",
 }
 
@@ -159,7 +153,8 @@ _DETAIL_TEXT_FIELDS: Final = {"reasoning.text": "text", "reasoning.summary": "su
 _DETAIL_WITHOUT_TEXT: Final = frozenset({"reasoning.encrypted"})
 THOUGHT_OPENER: Final = "<thought>"
 THOUGHT_CLOSER: Final = "</thought>"
-_THOUGHT_MARKER_PATH: Final = f"{MESSAGE_PATH}.extra_content.google.thought"
+_EXTRA_CONTENT_PATH: Final = f"{MESSAGE_PATH}.extra_content"
+_THOUGHT_MARKER_PATH: Final = f"{_EXTRA_CONTENT_PATH}.google.thought"
 
 
 def normalize(
@@ -175,7 +170,7 @@ def normalize(
 def read_turn(
     response: ChatCompletionView,
     *,
-    finish_reason_map: Mapping[str, FinishReason] = FINISH_REASON_MAP,
+    finish_reason_map: Mapping[str, FinishReason] = _FINISH_REASON_MAP,
     read_content_part: ContentPartReader | None = None,
 ) -> Turn:
     """The first choice of a chat completion; dialects pass their own map and part reader."""
@@ -188,7 +183,7 @@ def read_turn(
     )
     if present(response.usage):
         turn.native_usage = response.usage
-        turn.usage = read_usage(response.usage, "usage", turn.detections)
+        turn.usage = read_usage(response.usage, turn.detections)
     choice = decode(response.choices[0], ChoiceView, "choices[0]") if response.choices else None
     has_message = choice is not None and present(choice.message)
     if not has_message and turn.native_usage is None:
@@ -204,6 +199,27 @@ def read_turn(
         message = decode(choice.message, MessageView, MESSAGE_PATH)
         read_message(message, turn, read_content_part or read_chat_content_part)
     return turn
+
+
+def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
+    """prompt/completion/total, reasoning from the completion details, cached from the prompt's."""
+    usage = view_or_detect(raw_usage, UsageView, "invalid_usage", "usage", detections)
+    if usage is None:
+        return Usage()
+    prompt_details = usage.prompt_tokens_details
+    completion_details = usage.completion_tokens_details
+    cached = prompt_details.cached_tokens if prompt_details is not None else None
+    if cached is None:  # the compatible servers' own names for the same count
+        cached = usage.prompt_cache_hit_tokens
+    if cached is None:
+        cached = usage.cached_tokens
+    return Usage(
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        reasoning_tokens=completion_details.reasoning_tokens if completion_details else None,
+        cached_input_tokens=cached,
+        total_tokens=usage.total_tokens,
+    )
 
 
 def read_message(message: MessageView, turn: Turn, read_content_part: ContentPartReader) -> None:
@@ -252,8 +268,7 @@ def read_chat_content_part(part: Any, path: str, texts: ContentTexts) -> None:
 
 def part_type(part: Any) -> str | None:
     """The `type` of a decoded content part; None when it is not an object or not a string."""
-    kind = part.get("type") if isinstance(part, dict) else None
-    return kind if isinstance(kind, str) else None
+    return string_or_none(part.get("type")) if isinstance(part, dict) else None
 
 
 def add_visible_text(value: Any, path: str, texts: ContentTexts) -> bool:
@@ -291,27 +306,6 @@ def thought_spans(text: str) -> list[ThoughtSpan]:
     return spans
 
 
-def read_usage(raw_usage: msgspec.Raw, path: str, detections: list[Detection]) -> Usage:
-    """prompt/completion/total, reasoning from the completion details, cached from the prompt's."""
-    usage = decode_or_detect(raw_usage, UsageView, "invalid_usage", path, detections)
-    if usage is None:
-        return Usage()
-    prompt_details = usage.prompt_tokens_details
-    completion_details = usage.completion_tokens_details
-    cached = prompt_details.cached_tokens if prompt_details is not None else None
-    if cached is None:  # the compatible servers' own names for the same count
-        cached = usage.prompt_cache_hit_tokens
-    if cached is None:
-        cached = usage.cached_tokens
-    return Usage(
-        input_tokens=usage.prompt_tokens,
-        output_tokens=usage.completion_tokens,
-        reasoning_tokens=completion_details.reasoning_tokens if completion_details else None,
-        cached_input_tokens=cached,
-        total_tokens=usage.total_tokens,
-    )
-
-
 def _read_content(content: Any, texts: ContentTexts, read_content_part: ContentPartReader) -> None:
     if isinstance(content, str):
         texts.visible.append(content)
@@ -327,12 +321,9 @@ def _marks_thought(message: MessageView, detections: list[Detection]) -> bool:
     `extra_content.google.thought: true` (a marker of another type is a detection)."""
     if not present(message.extra_content):
         return False
-    try:
-        extra = decoder_for(ExtraContentView).decode(message.extra_content)
-    except msgspec.ValidationError:  # not Gemini's shape: it marks nothing
+    extra = view_or_none(message.extra_content, ExtraContentView, _EXTRA_CONTENT_PATH)
+    if extra is None:  # not Gemini's shape: it marks nothing
         return False
-    except msgspec.DecodeError as error:
-        raise NormalizeError("not_json", f"{MESSAGE_PATH}.extra_content: {error}") from error
     thought = extra.google.thought if extra.google is not None else None
     if thought is not None and not isinstance(thought, bool):
         detections.append(malformed("thought_not_boolean", _THOUGHT_MARKER_PATH))
@@ -363,11 +354,13 @@ def _reasoning_details_texts(raw_details: msgspec.Raw, texts: ContentTexts) -> l
     if not present(raw_details):
         return []
     path = f"{MESSAGE_PATH}.reasoning_details"
-    entries = decode_or_detect(raw_details, RawList, "unknown_part", path, texts.detections)
+    entries = view_or_detect(raw_details, RawList, "unknown_part", path, texts.detections)
     blocks: list[str] = []
     for index, raw_entry in enumerate(entries or ()):
         entry_path = f"{path}[{index}]"
-        entry = decode_part(raw_entry, ReasoningDetailView, entry_path, texts.detections)
+        entry = view_or_detect(
+            raw_entry, ReasoningDetailView, "unknown_part", entry_path, texts.detections
+        )
         kind = string_or_none(entry.type) if entry is not None else None
         if entry is None or kind in _DETAIL_WITHOUT_TEXT:
             continue

@@ -1,10 +1,10 @@
-"""OpenAI Responses API bodies (`POST /v1/responses`; DESIGN §4).
+"""OpenAI Responses API bodies (`POST /v1/responses`).
 
 Follows https://platform.openai.com/docs/api-reference/responses/object. Every item of `output`
 is one replay part, kept byte for byte and in order (the next turn sends them back as input):
 
 - `reasoning` items are native thinking. Each `content` part (`reasoning_text`), then each
-  `summary` part (`summary_text`), is a separate block; blocks join with one LF (DESIGN §4.1).
+  `summary` part (`summary_text`), is a separate block; blocks join with one LF.
   `id` and `encrypted_content` are what a next turn replays; they stay untouched in the item.
 - `message` items are visible text: `output_text` parts concatenated in order. A `refusal` part
   is visible too (the user must see why there is no answer) and turns a normal stop into
@@ -24,17 +24,20 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.errors import NormalizeError
 from thoughtline.formats.compose import (
     Turn,
     build_record,
     decode,
-    decode_part,
-    decoder_for,
     join_blocks,
     malformed,
     present,
     tool_arguments,
+)
+from thoughtline.formats.wire_values import (
+    is_string,
+    string_or_none,
+    view_or_detect,
+    view_or_none,
 )
 from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 
@@ -95,6 +98,19 @@ class _Usage(msgspec.Struct):
     output_tokens_details: _OutputTokensDetails | None = None
 
 
+class OutputReading(msgspec.Struct):
+    """What the items of one `output` list gave, before the turn is filled from it."""
+
+    thinking_blocks: list[str] = msgspec.field(default_factory=list)
+    visible_texts: list[str] = msgspec.field(default_factory=list)
+    visible_paths: list[str] = msgspec.field(default_factory=list)
+    refused: bool = False
+
+
+_PartList = list[ContentPart]
+_RawList = list[msgspec.Raw]
+
+
 _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
     "completed": "stop",
     "max_output_tokens": "length",
@@ -121,15 +137,6 @@ BUILT_IN_ITEM_TYPES: Final = frozenset(
 _OUTPUT_PATH: Final = "output"
 
 
-class OutputReading(msgspec.Struct):
-    """What the items of one `output` list gave, before the turn is filled from it."""
-
-    thinking_blocks: list[str] = msgspec.field(default_factory=list)
-    visible_texts: list[str] = msgspec.field(default_factory=list)
-    visible_paths: list[str] = msgspec.field(default_factory=list)
-    refused: bool = False
-
-
 def normalize(
     payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
 ) -> Record:
@@ -141,7 +148,7 @@ def normalize(
 
 
 def read_turn(response: ResponseView) -> Turn:
-    turn = Turn(model=_string(response.model), response_id=_string(response.id))
+    turn = Turn(model=string_or_none(response.model), response_id=string_or_none(response.id))
     if present(response.usage):
         turn.native_usage = response.usage
         turn.usage = read_usage(response.usage, turn.detections)
@@ -157,9 +164,24 @@ def read_turn(response: ResponseView) -> Turn:
     return turn
 
 
+def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
+    """The record's usage from Responses usage: `input_tokens` already holds the cached ones."""
+    usage = view_or_detect(raw_usage, _Usage, "invalid_usage", "usage", detections)
+    if usage is None:
+        return Usage()
+    input_details, output_details = usage.input_tokens_details, usage.output_tokens_details
+    return Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=output_details.reasoning_tokens if output_details else None,
+        cached_input_tokens=input_details.cached_tokens if input_details else None,
+        total_tokens=usage.total_tokens,
+    )
+
+
 def read_item(raw_item: msgspec.Raw, path: str, turn: Turn, reading: OutputReading) -> None:
     """Read one output item (already appended to `replay_parts` by the caller)."""
-    item = decode_part(raw_item, OutputItem, path, turn.detections)
+    item = view_or_detect(raw_item, OutputItem, "unknown_part", path, turn.detections)
     if item is None:
         return
     if item.type == "reasoning":
@@ -197,30 +219,11 @@ def finish_reason(native: str, *, refused: bool) -> FinishReason:
     return "content_filter" if refused and mapped == "stop" else mapped
 
 
-def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
-    """DESIGN §3 from Responses usage: `input_tokens` already holds the cached ones."""
-    try:
-        usage = decoder_for(_Usage).decode(raw_usage)
-    except msgspec.ValidationError:
-        detections.append(malformed("invalid_usage", "usage"))
-        return Usage()
-    except msgspec.DecodeError as error:  # invalid UTF-8 inside: the body is not JSON
-        raise NormalizeError("not_json", f"usage: {error}") from error
-    input_details, output_details = usage.input_tokens_details, usage.output_tokens_details
-    return Usage(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        reasoning_tokens=output_details.reasoning_tokens if output_details else None,
-        cached_input_tokens=input_details.cached_tokens if input_details else None,
-        total_tokens=usage.total_tokens,
-    )
-
-
 def _read_reasoning(
     item: OutputItem, path: str, detections: list[Detection], reading: OutputReading
 ) -> None:
     # Replay needs the item's `id` (stored responses) or `encrypted_content` (store=false).
-    if not isinstance(item.id, str) and not _is_string(item.encrypted_content):
+    if not isinstance(item.id, str) and not is_string(item.encrypted_content):
         detections.append(malformed("missing_signature", path))
     for field, part_type in (("content", "reasoning_text"), ("summary", "summary_text")):
         raw_parts: msgspec.Raw = getattr(item, field)
@@ -266,7 +269,7 @@ def _read_function_call(item: OutputItem, path: str, turn: Turn) -> None:
     # A call with no arguments at all reads as an empty object, as Gemini's does.
     value = item.arguments if item.arguments is not UNSET else {}
     arguments = tool_arguments(value, f"{path}.arguments", turn.detections)
-    call_id = item.call_id if isinstance(item.call_id, str) else None
+    call_id = string_or_none(item.call_id)
     turn.tool_calls.append(ToolCall(id=call_id, name=item.name, arguments=arguments))
 
 
@@ -277,15 +280,12 @@ def _parts(
 
     Lazy, so that detections for unusable parts fall in order among the caller's own.
     """
-    if _absent(raw_parts):
+    if not present(raw_parts):
         return
-    try:  # the usual case: one decode for the whole list
-        parts = decoder_for(list[ContentPart]).decode(raw_parts)
-    except msgspec.ValidationError:
+    parts = view_or_none(raw_parts, _PartList, path)  # the usual case: one decode for all
+    if parts is None:
         yield from _parts_one_by_one(raw_parts, path, detections)
         return
-    except msgspec.DecodeError as error:  # invalid UTF-8 inside: the body is not JSON
-        raise NormalizeError("not_json", f"{path}: {error}") from error
     for index, part in enumerate(parts):
         yield f"{path}[{index}]", part
 
@@ -293,22 +293,9 @@ def _parts(
 def _parts_one_by_one(
     raw_parts: msgspec.Raw, path: str, detections: list[Detection]
 ) -> Iterator[tuple[str, ContentPart]]:
-    raw_list = decode_part(raw_parts, list[msgspec.Raw], path, detections)
+    raw_list = view_or_detect(raw_parts, _RawList, "unknown_part", path, detections)
     for index, raw_part in enumerate(raw_list or ()):
         part_path = f"{path}[{index}]"
-        part = decode_part(raw_part, ContentPart, part_path, detections)
+        part = view_or_detect(raw_part, ContentPart, "unknown_part", part_path, detections)
         if part is not None:
             yield part_path, part
-
-
-def _absent(raw: msgspec.Raw) -> bool:
-    """Absent or JSON null, without copying a long value (as `compose.present` would)."""
-    return len(raw) == 0 or (len(raw) == 4 and bytes(raw) == b"null")
-
-
-def _string(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _is_string(raw: msgspec.Raw) -> bool:
-    return memoryview(raw)[:1].tobytes() == b'"'
