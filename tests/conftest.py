@@ -64,7 +64,8 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Without the workspace's `../shared/` (a clone on its own), its tests skip, saying why."""
+    """Without the recorded corpus beside the checkout (`SHARED`; absent from a clone on its
+    own), the tests marked `needs_shared` skip, saying why."""
     if (SHARED / "corpus").is_dir():
         return
     skip = pytest.mark.skip(reason=f"needs the shared corpus at {SHARED}, which is not there")

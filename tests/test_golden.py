@@ -1,8 +1,9 @@
 """Golden pairs: `tests/golden/<format>/<feature>.raw.json` -> `<feature>.expected.json`.
 
-Every expected file was written from DESIGN §3-4 and read by a person; the raw file is fed
-to `thoughtline.normalize` with its directory's format (and once more with the format left to
-detection, which must agree), and the encoded record must equal the expected JSON exactly.
+Every expected file was written from the README's record and rules and read by a person; the
+raw file is fed to `thoughtline.normalize` with its directory's format (and once more with the
+format left to detection, which must agree), and the encoded record must equal the expected
+JSON exactly.
 A raw file may also be a recorded stream (`.raw.jsonl` / `.raw.sse`).
 """
 
@@ -42,7 +43,7 @@ def test_golden_pair(raw: Path, expected: Path) -> None:
 def test_golden_format_is_detected(raw: Path, expected: Path) -> None:
     detected = thoughtline.normalize(raw.read_bytes())
     if raw.parent.name == "mistral" and detected.format == "openai_chat":
-        # DESIGN §2: a Mistral body with no Mistral-only shape reads as Chat, same result.
+        # A Mistral body with no Mistral-only shape is detected as Chat, with the same result.
         given = thoughtline.normalize(raw.read_bytes(), "mistral")
         assert (detected.content, detected.thinking) == (given.content, given.thinking)
         return

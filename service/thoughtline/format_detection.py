@@ -45,9 +45,6 @@ BEDROCK_EVENTS: Final = frozenset(
 RESPONSES_EVENT_PREFIX: Final = "response."
 CHAT_CHUNK_OBJECT: Final = "chat.completion.chunk"
 
-_LONE_EVENT_KEYS: Final = frozenset({"messageStart", "contentBlockDelta"})
-"""Bedrock events that no body has at its top level (a lone `metadata` could be anything)."""
-
 
 class _Shape(msgspec.Struct):
     """The top-level keys that tell formats and stream chunks apart; values are skipped."""
@@ -77,7 +74,8 @@ class _Shape(msgspec.Struct):
 
     def is_stream_event(self) -> bool:
         """Shapes only stream events have: a lone Gemini or Ollama chunk has its body's shape
-        and reads as a body."""
+        and reads as a body. Of Bedrock's events only `messageStart` and `contentBlockDelta`
+        never stand at a body's top level (a lone `metadata` could be anything)."""
         event_type = self.event_type()
         return (
             event_type in ANTHROPIC_EVENTS

@@ -1,6 +1,8 @@
-"""JSON Schemas of the input entry and the record, generated from the Structs in record.py.
+"""JSON Schemas of the input entry, the record and the delta, generated from the Structs in
+record.py.
 
-`schemas/` holds the generated files; `tests/test_schema.py` fails when they drift.
+`schemas/` holds the generated files (`thoughtline schema --write schemas`); a test in
+`tests/test_package.py` fails when they drift.
 """
 
 from __future__ import annotations

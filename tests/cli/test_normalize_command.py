@@ -1,4 +1,5 @@
-"""`thoughtline normalize` and `thoughtline schema` as a user runs them (DESIGN §7)."""
+"""`thoughtline normalize` and `thoughtline schema` as a user runs them (the README's
+"Normalize offline")."""
 
 from __future__ import annotations
 

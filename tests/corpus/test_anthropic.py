@@ -1,8 +1,8 @@
-"""Every non-streamed Anthropic body of the shared corpus reads as its note says (DESIGN §3-4).
+"""Every non-streamed Anthropic body of the shared corpus reads as its note says.
 
 The literals below were copied from each `.source.txt` (lengths and prefixes of long texts and
 opaque values, as the notes give them); content and thinking are also compared in full with
-the note's strings. Usage is DESIGN §3's mapping of the note's native counts: input =
+the note's strings. Usage is the record's reading of the note's native counts: input =
 `input_tokens` + cache reads + cache writes (all notes have zero cache counts), cached = cache
 reads, total = input + output (Anthropic reports none).
 """
@@ -18,7 +18,7 @@ import pytest
 import thoughtline
 from tests.corpus.notes import assert_turn_reads_as_expected, bodies, expected_block
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 
 class Opaque(NamedTuple):
@@ -33,7 +33,7 @@ class Expected(NamedTuple):
     content: tuple[int, str]
     thinking: tuple[int, str] | None
     usage: tuple[int, int, int | None, int, int]
-    """input, output, reasoning, cached, total: DESIGN §3's reading of the note's counts."""
+    """input, output, reasoning, cached, total: the record's reading of the note's counts."""
     native_finish_reason: str
     finish_reason: str
     tool_calls: list[tuple[str, str, Any]]
@@ -49,7 +49,7 @@ EXPECTED: dict[str, Expected] = {
         (2644, "## Step 1: Set up the problem\n"),
         (352, "I need to find all roots of th"),
         # The note says reasoning null; this newer body does report
-        # `output_tokens_details.thinking_tokens` = 139, and DESIGN §3 takes reported counts.
+        # `output_tokens_details.thinking_tokens` = 139, and reported counts are kept.
         (51, 1699, 139, 0, 1750),
         "end_turn",
         "stop",

@@ -2,7 +2,7 @@
 
 The literals below were copied from each `.source.txt` (lengths and prefixes of long texts and
 opaque values, as the notes give them); content and thinking are also compared in full with
-the note's strings. Usage is DESIGN §3's mapping of the note's native counts: input =
+the note's strings. Usage is the record's reading of the note's native counts: input =
 `inputTokens` + cache reads + cache writes, cached = cache reads (null where the body has no
 cache count, as in the DeepSeek-R1 note), total = the body's `totalTokens`, which the notes
 leave out (each equals input + output here). A Converse body names no model: model is null.
@@ -19,7 +19,7 @@ import pytest
 import thoughtline
 from tests.corpus.notes import assert_turn_reads_as_expected, bodies, expected_block
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 
 class Opaque(NamedTuple):
@@ -33,7 +33,7 @@ class Expected(NamedTuple):
     content: tuple[int, str]
     thinking: tuple[int, str] | None
     usage: tuple[int, int, None, int | None, int]
-    """input, output, reasoning, cached, total: DESIGN §3's reading of the note's counts."""
+    """input, output, reasoning, cached, total: the record's reading of the note's counts."""
     native_finish_reason: str
     finish_reason: str
     tool_calls: list[tuple[str, str, Any]]

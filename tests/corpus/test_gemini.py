@@ -1,4 +1,4 @@
-"""Every non-streamed Gemini body of the shared corpus reads as its note says (DESIGN §3-4)."""
+"""Every non-streamed Gemini body of the shared corpus reads as its note says."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import thoughtline
 from tests.corpus.notes import bodies, expected_block
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 GEMINI_BODIES = bodies("gemini")
 
@@ -27,7 +27,7 @@ def test_gemini_corpus_body_matches_its_note(body: Path) -> None:
     assert record.format == "gemini"
     assert record.model == note["model"]
     assert record.content == note["content"]
-    # Native thoughts are verbatim: no trimming, no tag extraction (DESIGN §4.1).
+    # Native thoughts are verbatim: no trimming, no tag extraction.
     assert record.thinking == note["thinking"]
     assert [(call.name, call.arguments) for call in record.tool_calls] == [
         (call["name"], call["args"]) for call in note["tool_calls"]
@@ -36,16 +36,16 @@ def test_gemini_corpus_body_matches_its_note(body: Path) -> None:
     if note["tool_calls"]:
         assert record.finish_reason == "tool_calls"
     else:
-        assert record.finish_reason == {"STOP": "stop", "MAX_TOKENS": "length"}[
-            note["finish_reason"]
-        ]
+        assert (
+            record.finish_reason == {"STOP": "stop", "MAX_TOKENS": "length"}[note["finish_reason"]]
+        )
     _assert_usage(record.usage, note["usage"])
     assert not record.detections
 
 
 def _assert_usage(usage: thoughtline.Usage, noted: dict) -> None:
     prompt, candidates, thoughts, cached, total = noted.values()
-    # DESIGN §3: inside usageMetadata an omitted count is 0; output includes thoughts.
+    # Inside usageMetadata an omitted count is 0; output includes thoughts.
     assert usage.input_tokens == prompt
     assert usage.output_tokens == (candidates or 0) + (thoughts or 0)
     assert usage.reasoning_tokens == (thoughts or 0)

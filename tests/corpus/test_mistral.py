@@ -1,4 +1,4 @@
-"""Every non-streamed Mistral body of the corpus reads as its note says (DESIGN §3-4).
+"""Every non-streamed Mistral body of the corpus reads as its note says.
 
 Literals typed from each `.source.txt` (length and ends of long texts); the full texts are
 compared with the note too. Thinking comes from `thinking` chunks, kept verbatim.
@@ -14,7 +14,7 @@ import pytest
 import thoughtline
 from tests.corpus.notes import bodies, expected_block
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 MISTRAL_BODIES = bodies("mistral")
 
@@ -49,9 +49,9 @@ def test_every_corpus_body_has_a_reading() -> None:
 
 @pytest.mark.parametrize("body", MISTRAL_BODIES, ids=[body.stem for body in MISTRAL_BODIES])
 def test_mistral_corpus_body_reads_as_its_note_says(body: Path) -> None:
-    model, (content_length, content_start), (thinking_length, thinking_start), counts = (
-        EXPECTED[body.stem]
-    )
+    model, (content_length, content_start), (thinking_length, thinking_start), counts = EXPECTED[
+        body.stem
+    ]
     note = expected_block(body.with_suffix(".source.txt"))
     record = thoughtline.normalize(body.read_bytes())  # no format given: detected
 

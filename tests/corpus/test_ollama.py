@@ -1,7 +1,7 @@
-"""Every non-streamed Ollama native body of the corpus reads as its note says (DESIGN §3-4).
+"""Every non-streamed Ollama native body of the corpus reads as its note says.
 
-Literals typed from each `.source.txt`. The corpus has `/api/generate` only (its README lists
-`/api/chat` with `message.thinking` as not found); the golden pairs cover `/api/chat`.
+Literals typed from each `.source.txt`. The corpus has `/api/generate` only (no `/api/chat`
+body with `message.thinking` was recorded); the golden pairs cover `/api/chat`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import thoughtline
 from tests.corpus.notes import bodies, expected_block
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 OLLAMA_BODIES = bodies("ollama-native")
 

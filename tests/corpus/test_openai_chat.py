@@ -2,8 +2,9 @@
 
 The literals below were typed from each body's `.source.txt` (lengths and ends of long texts,
 as the notes give them); the full texts are compared with the note as well. Where the note and
-DESIGN differ, DESIGN wins and the test says so: inline `<think>` blocks are split out and
-trimmed (§4.3), tool-call arguments are decoded (§3), usage is §3's mapping of the native counts.
+the README's rules differ, the rules win and the test says so: inline `<think>` blocks are split
+out and trimmed, tool-call arguments are decoded, usage is the record's mapping of the native
+counts.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 import thoughtline
 from tests.corpus.notes import bodies, expected_block
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 Text = str | tuple[int, str, str]
 """An exact text, or (length, start, end) of a long one."""
@@ -35,7 +36,7 @@ class Reading:
     finish_reason: str = "stop"
     tool_calls: tuple[tuple[str, str, object], ...] = ()
     inline: bool = False
-    """The note gives the raw content; DESIGN §4.3 splits the `<think>` block out of it."""
+    """The note gives the raw content; inline extraction splits the `<think>` block out."""
 
 
 EXPECTED: dict[str, Reading] = {
@@ -117,7 +118,7 @@ EXPECTED: dict[str, Reading] = {
         usage=(206, 194, None, None, 400),
         native_finish_reason="tool_calls",
         finish_reason="tool_calls",
-        # The note shows the arguments string; DESIGN §3 decodes it.
+        # The note shows the arguments string; the record decodes it.
         tool_calls=(("call_o2vnpxrw", "final_result", {"city": "Paris", "country": "France"}),),
     ),
     "ollama-openai-compat-reasoning-field": Reading(

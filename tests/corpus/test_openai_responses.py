@@ -1,9 +1,9 @@
-"""Every non-streamed Responses body of the shared corpus reads as its note says (DESIGN §3-4).
+"""Every non-streamed Responses body of the shared corpus reads as its note says.
 
-The literals below were copied from each `.source.txt` by hand. Where the note and DESIGN.md
-disagree, DESIGN wins and the test says so: the note joins summary parts with a blank line,
-DESIGN §4.1 joins every summary part with one LF; the note's `status` is the native finish
-reason, `finish_reason` is DESIGN §3's mapping of it.
+The literals below were copied from each `.source.txt` by hand. Where the note and the
+README's rules disagree, the rules win and the test says so: the note joins summary parts with
+a blank line, the record joins every summary part with one LF (each part is a block); the
+note's `status` is the native finish reason, `finish_reason` is the record's mapping of it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 import thoughtline
 from tests.corpus.notes import bodies, corpus_dir, expected_block
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 
 class Noted(NamedTuple):
@@ -126,7 +126,7 @@ def test_responses_corpus_body_matches_its_note(body: Path) -> None:
     assert record.model == noted.model
     assert record.content.startswith(noted.content_start)
     assert record.content == note["content"]
-    # DESIGN §4.1: each summary part is a block, blocks join with one LF (the note: "\n\n").
+    # Each summary part is a block, blocks join with one LF (the note: "\n\n").
     summaries = note["reasoning_summary_texts"]
     assert len(summaries) == noted.summary_parts
     assert note["reasoning_content_texts"] is None
@@ -142,7 +142,7 @@ def test_responses_corpus_usage_finish_and_calls(body: Path) -> None:
     record = thoughtline.normalize(body.read_bytes())
 
     # OpenAI's input count already holds the cached tokens and its output count the
-    # reasoning ones, so DESIGN §3 takes them as they are.
+    # reasoning ones, so the record takes them as they are.
     assert record.usage == thoughtline.Usage(
         input_tokens=noted.input_tokens,
         output_tokens=noted.output_tokens,

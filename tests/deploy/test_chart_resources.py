@@ -8,30 +8,11 @@ import helm_python as helm
 import pytest
 
 from tests.deploy import chart
-
-# The worker's settings (DESIGN §5), used when thoughtline.config is not importable.
-FALLBACK_SETTINGS = (
-    "THOUGHTLINE_REDIS_URL",
-    "THOUGHTLINE_INPUT_STREAM",
-    "THOUGHTLINE_OUTPUT_STREAM",
-    "THOUGHTLINE_DEAD_STREAM",
-    "THOUGHTLINE_DELTAS_STREAM",
-    "THOUGHTLINE_GROUP",
-    "THOUGHTLINE_BATCH_SIZE",
-    "THOUGHTLINE_BLOCK_MS",
-    "THOUGHTLINE_MIN_IDLE_MS",
-    "THOUGHTLINE_MAX_DELIVERIES",
-    "THOUGHTLINE_MAX_PAYLOAD_BYTES",
-    "THOUGHTLINE_METRICS_PORT",
-    "THOUGHTLINE_LOG_LEVEL",
-)
+from thoughtline import config
 
 
 def _settings_variables() -> set[str]:
-    try:
-        from thoughtline import config
-    except ImportError:
-        return set(FALLBACK_SETTINGS)
+    """Every worker setting's environment variable (the README's "Settings")."""
     return {config.env_name(name) for name in config.Settings.model_fields}
 
 
@@ -64,7 +45,7 @@ def test_every_worker_setting_reaches_the_container() -> None:
     assert _settings_variables() <= environment
 
 
-def test_the_config_map_carries_the_design_defaults() -> None:
+def test_the_config_map_carries_the_default_settings() -> None:
     data = chart.only(None, "ConfigMap")["data"]
     assert data["THOUGHTLINE_INPUT_STREAM"] == "{thoughtline}:raw"
     assert data["THOUGHTLINE_OUTPUT_STREAM"] == "{thoughtline}:normalized"

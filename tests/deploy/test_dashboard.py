@@ -15,34 +15,21 @@ import yaml
 import thoughtline
 from tests.deploy import chart
 
-# The metrics of DESIGN §6 as they appear in PromQL, used until thoughtline.metrics exists.
-FALLBACK_SERIES = (
-    "thoughtline_records_total",
-    "thoughtline_leaked_thought_total",
-    "thoughtline_malformed_parts_total",
-    "thoughtline_dead_letters_total",
-    "thoughtline_normalize_seconds_bucket",
-    "thoughtline_tokens_total",
-    "thoughtline_reclaimed_total",
-    "thoughtline_stream_lag",
-)
 
-
-def series_from_metrics_module() -> list[str] | None:
-    """The series a dashboard must query for each metric thoughtline.metrics defines, or None.
+def series_from_metrics_module() -> list[str]:
+    """The series a dashboard must query for each metric thoughtline.metrics defines.
 
     Metrics are found as module-level collectors, or on the registry of a fresh
     `thoughtline.metrics.Metrics()` (the service keeps one registry per worker). Counters are
-    queried as `<name>_total`, histograms through `<name>_bucket` (quantiles).
+    queried as `<name>_total`, histograms through `<name>_bucket` (quantiles). The module is
+    imported here, not at the top, so a test can put another one in its place.
     """
-    try:
-        from prometheus_client import CollectorRegistry
-        from prometheus_client.metrics import MetricWrapperBase
-        from prometheus_client.metrics_core import Metric
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.metrics import MetricWrapperBase
+    from prometheus_client.metrics_core import Metric
 
-        from thoughtline import metrics
-    except ImportError:
-        return None
+    from thoughtline import metrics
+
     families: list[Metric] = []
     for value in vars(metrics).values():
         if isinstance(value, MetricWrapperBase):
@@ -56,17 +43,13 @@ def series_from_metrics_module() -> list[str] | None:
     return sorted({family.name + suffixes.get(family.type, "") for family in families})
 
 
-def expected_series() -> list[str]:
-    return series_from_metrics_module() or list(FALLBACK_SERIES)
-
-
 def missing_series(series: list[str], board: dict[str, Any]) -> list[str]:
     expressions = " ".join(expression for _, expression in chart.panel_queries(board))
     return [name for name in series if not re.search(rf"\b{re.escape(name)}\b", expressions)]
 
 
 def test_every_metric_in_metrics_py_is_on_the_dashboard() -> None:
-    assert missing_series(expected_series(), chart.dashboard()) == []
+    assert missing_series(series_from_metrics_module(), chart.dashboard()) == []
 
 
 def test_the_coverage_check_notices_a_missing_metric() -> None:
@@ -77,7 +60,7 @@ def test_the_coverage_check_notices_a_missing_metric() -> None:
             for target in panel.get("targets", [])
             if "thoughtline_reclaimed_total" not in target["expr"]
         ]
-    assert missing_series(expected_series(), board) == ["thoughtline_reclaimed_total"]
+    assert missing_series(series_from_metrics_module(), board) == ["thoughtline_reclaimed_total"]
 
 
 def test_module_level_metrics_are_found_too(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,5 @@
-"""The Dockerfile: clean under hadolint, and built the way DESIGN §1 asks.
+"""The Dockerfile: clean under hadolint, and built as the README's "Deploy" says (multi-stage,
+slim, non-root, `thoughtline serve` as entrypoint, a `/healthz` healthcheck).
 
 No Docker engine runs here, so the image itself is not built in CI; hadolint and these
 structural checks are what can be verified offline.

@@ -12,9 +12,7 @@ import thoughtline
 from tests.hostile.strategies import broken_bytes, mutated_payloads
 from thoughtline.errors import NormalizeError
 
-SETTINGS = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def normalize_or_refuse(payload: bytes) -> None:

@@ -1,5 +1,5 @@
-"""DESIGN §2: a body is Mistral's only by a Mistral-only shape inside its content; a Mistral
-body without one reads as Chat with the same result."""
+"""Format detection: a body is Mistral's only by a Mistral-only shape inside its content; a
+Mistral body without one reads as Chat with the same result."""
 
 from __future__ import annotations
 

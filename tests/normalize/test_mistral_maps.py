@@ -1,4 +1,4 @@
-"""Mistral tables: finish reasons, usage mapping, payloads that yield nothing (DESIGN §3)."""
+"""Mistral tables: finish reasons, usage mapping, payloads that yield nothing."""
 
 from __future__ import annotations
 

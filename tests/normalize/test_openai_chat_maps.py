@@ -1,4 +1,4 @@
-"""OpenAI Chat tables: finish reasons, usage mappings, payloads that yield nothing (DESIGN §3)."""
+"""OpenAI Chat tables: finish reasons, usage mappings, payloads that yield nothing."""
 
 from __future__ import annotations
 

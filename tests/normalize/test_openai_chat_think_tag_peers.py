@@ -1,10 +1,11 @@
-"""Every peer think-tag case through the whole Chat pipeline, as the peers README builds it.
+"""Every peer think-tag case through the whole Chat pipeline.
 
-`shared/peers/think-tags/*.jsonl`: for each case, a minimal `chat.completion` whose
-`message.content` is the case's text (its chunks joined), plus `reasoning_content` where the
-case carries `native_reasoning_content`; our `thinking` and `content` must be the case's
-`ours_reasoning` / `ours_content` (null and "" equal, as that README says). The one case with
-native reasoning exercises DESIGN §4.4: native, one LF, inline.
+The peers' think-tag tables (`PEERS`, one JSON case per line): for each case, a minimal
+`chat.completion` whose `message.content` is the case's text (its chunks joined), plus
+`reasoning_content` where the case carries `native_reasoning_content`; our `thinking` and
+`content` must be the case's `ours_reasoning` / `ours_content` (a null and an empty string count
+as equal). The one case with native reasoning exercises the combination rule: native, one LF,
+inline.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 import thoughtline
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the peers' tables; skipped without them
 
 PEERS = Path(__file__).resolve().parents[3] / "shared" / "peers" / "think-tags"
 

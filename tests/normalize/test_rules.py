@@ -1,4 +1,5 @@
-"""DESIGN §4, one test per numbered rule, through the Gemini reference path (seed 000)."""
+"""The README's "Thinking and content: the rules", one test per numbered rule, through the
+Gemini format (the reference path every other format follows)."""
 
 from __future__ import annotations
 

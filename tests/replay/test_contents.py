@@ -1,4 +1,6 @@
-"""Gemini-style history -> OpenAI Chat / Responses: every rule and counterexample of seed 002."""
+"""Gemini-style history -> OpenAI Chat / Responses: every rule of `replay.contents`, and the
+counterexamples a part-by-part conversion must survive (media or code riding on a thought, a
+peer agent's turn rebuilt as context)."""
 
 from __future__ import annotations
 
@@ -144,7 +146,7 @@ MEDIA_AND_CODE = [
 def test_a_thought_carrying_media_or_code_is_refused_naming_the_field(
     field: str, value: dict[str, Any], with_text: bool, target: ConversionTarget
 ) -> None:
-    """The review's first counterexample: text riding on an image no longer hides the image."""
+    """Text riding on an image no longer hides the image: the thought is refused, not dropped."""
     part: dict[str, Any] = {"thought": True, field: value}
     if with_text:
         part["text"] = "scratch"
@@ -215,7 +217,7 @@ def test_whitespace_only_texts_are_skipped(target: ConversionTarget) -> None:
 
 
 def test_a_rebuilt_foreign_message_keeps_each_part_thought_flag() -> None:
-    """The review's last counterexample: a peer agent's turn rebuilt as context."""
+    """A peer agent's turn rebuilt as context keeps its reasoning marked, so it is dropped."""
     peer_turn = model(
         {"text": "peer scratch", "thought": True, "thoughtSignature": SIGNATURE},
         {"text": "peer answer"},

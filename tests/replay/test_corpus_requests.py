@@ -35,7 +35,7 @@ from .corpus import (
     request_body,
 )
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 CONVERSATIONS = [
     (

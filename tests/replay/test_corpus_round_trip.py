@@ -17,7 +17,7 @@ from thoughtline.replay import build_history, encode_history
 
 from .corpus import corpus_bodies, corpus_record, opaque_literals, thinking_lines, visible_strings
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 
 def _assert_no_reasoning_text(record: Record, decoded: dict[str, object], target: str) -> None:

@@ -154,7 +154,7 @@ def test_responses_reasoning_items_go_back_by_id_with_encrypted_content() -> Non
 
 
 def test_responses_reasoning_with_nothing_after_it_is_dropped() -> None:
-    """The API refuses a reasoning item without the item it led to (seed 002's loop turn)."""
+    """The API refuses a reasoning item without the item it led to (a reasoning-only turn)."""
     encoded, decoded = history_of(
         responses(RESPONSES_REASONING, status="incomplete"), "openai_responses"
     )

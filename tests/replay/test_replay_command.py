@@ -10,7 +10,7 @@ import pytest
 from tests.corpus.notes import CORPUS
 from thoughtline.cli import main
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 GEMINI_TURN = CORPUS / "gemini" / "gemini3-pro-function-call-with-signature.json"
 ANTHROPIC_TURN = CORPUS / "anthropic" / "tool-use-after-thinking.json"

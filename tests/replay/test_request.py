@@ -146,7 +146,8 @@ def test_a_gemini_thought_marker_that_is_not_a_boolean_sends_the_thought_as_text
 
 
 def test_a_gemini_model_text_repeating_a_thought_of_the_same_request_is_flagged() -> None:
-    """Seed 002's bug seen from the wire: the thought goes back marked *and* as plain text."""
+    """The classic replay leak seen from the wire: the thought goes back marked *and* as plain
+    text."""
     body = gemini_request({"text": THINKING, "thought": True}, {"text": THINKING + "\nParis."})
     assert codes(body) == [("leaked_thought", "replayed_reasoning", "contents[1]")]
 

@@ -18,7 +18,7 @@ from thoughtline.record import Record, Usage
 from thoughtline.streams import reading
 from thoughtline.streams.base import Assembly
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 STREAMS = sorted(path for path in CORPUS.glob("*/*") if path.suffix in (".jsonl", ".sse"))
 IDS = [f"{path.parent.name}/{path.name}" for path in STREAMS]

@@ -1,6 +1,6 @@
 """Every recorded stream of the shared corpus gives what its `.source.txt` states.
 
-The notes give the provider's native values; the record is DESIGN §3's reading of them (usage
+The notes give the provider's native values; the record is its own reading of them (usage
 mapped as each format's corpus test for bodies does, the native finish reason kept beside the
 mapped one). Where a recording exists as both `.sse` and `.jsonl`, the two records are equal;
 where the corpus holds the non-streamed twin of a turn, the records match field for field.
@@ -19,7 +19,7 @@ from tests.corpus.notes import CORPUS, expected_block
 from tests.streams.checks import assert_deltas_add_up, comparable
 from thoughtline.record import Record, Usage
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 FORMAT_OF_DIRECTORY = {
     "gemini": "gemini",
@@ -70,7 +70,7 @@ def _expected_usage(directory: str, noted: dict[str, Any]) -> Usage:
 
 
 def _expected_thinking(note: dict[str, Any]) -> str | None:
-    if "reasoning_summary_texts" in note:  # DESIGN §4.1: summary parts join with one LF
+    if "reasoning_summary_texts" in note:  # summary parts join with one LF
         return "\n".join(note["reasoning_summary_texts"]) or None
     thinking: str | None = note["thinking"]
     return thinking

@@ -1,5 +1,6 @@
-"""Deltas: seed 003's shape, one per chunk, inline tags extracted incrementally, ending at the
-record (`accumulated_*` == the record's content and thinking, "" where thinking is null)."""
+"""Deltas: the shape of `schemas/delta.schema.json`, one per chunk, inline tags extracted
+incrementally, ending at the record (`accumulated_*` == the record's content and thinking, ""
+where thinking is null)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tests.streams.streamers import STREAMERS, as_jsonl, as_sse, whole
 from thoughtline import normalization
 from thoughtline.record import Delta, DeltaText
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 TAG_FRAGMENTS = ("<think", "</think", "<thinking", "</thinking")
 

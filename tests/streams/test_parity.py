@@ -21,7 +21,7 @@ from tests.corpus.notes import bodies
 from tests.streams.checks import assert_deltas_add_up, comparable
 from tests.streams.streamers import STREAMERS, as_jsonl, as_sse, whole
 
-pytestmark = pytest.mark.needs_shared  # reads ../shared (corpus, peers); skipped without it
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
 BODY_DIRECTORIES = {
     "gemini": "gemini",

@@ -156,7 +156,7 @@ def test_gemini_stream_keeps_a_non_boolean_thought_fragment_apart(thought: objec
     assert_deltas_add_up(stream, record)
 
 
-# 4. Chat: two reasoning blocks in one chunk join with one LF in the deltas too (DESIGN §4.1).
+# 4. Chat: two reasoning blocks in one chunk join with one LF in the deltas too.
 
 
 def _chat_chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:

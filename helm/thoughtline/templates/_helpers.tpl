@@ -78,7 +78,8 @@ Empty when the key has none.
 
 {{/*
 Fail at render time, not at pod start, unless every stream shares one hash tag: one atomic
-step touches them all (DESIGN §5), and the worker refuses to start otherwise.
+step touches them all (the script that publishes a batch's outputs and acknowledges its input),
+and the worker refuses to start otherwise.
 */}}
 {{- define "thoughtline.checkHashTags" -}}
 {{- $config := .Values.config }}

@@ -25,8 +25,8 @@ message or on a tool call (https://ai.google.dev/gemini-api/docs/thought-signatu
 the raw message, byte for byte.
 
 Mistral (`mistral.py`) is a dialect of this format: it reuses `read_turn` with its own finish
-map and its own content-chunk reader, and `read_usage` as it is; the streams module can reuse
-the views and readers.
+map and its own content-chunk reader, and `read_usage` as it is. The Chat stream assembler
+(`streams/openai_chat.py`) cuts the assembled content with `thought_spans`, as this module does.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pure: replay without leaks (seed 002). No I/O, clocks or logging.
+"""Pure: replay without leaks (docs/replay.md). No I/O, clocks or logging.
 
 Reasoning shown to the caller must never return to a model as ordinary text, and opaque state
 must go back exactly where the provider requires it.

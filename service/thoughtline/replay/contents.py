@@ -1,6 +1,6 @@
 """Gemini-style history (`contents`) converted to OpenAI Chat messages or Responses input.
 
-Every rule of seed 002's review, in the order a part is read:
+The rules (docs/replay.md, "Gemini-style history to OpenAI"), in the order a part is read:
 
 1. A content's role is checked before its parts, so an invalid role is reported even when the
    only text was a thought. `user` and `model` are the roles; an unset role is `user` (as the

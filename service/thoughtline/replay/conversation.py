@@ -3,10 +3,11 @@
 - `thinking_fingerprints(record)`: what a later request is checked against (never the text).
 - `is_reasoning_only(record)`: a turn that reasoned and said nothing: no visible content, no
   tool call, but thinking text, reasoning tokens or opaque reasoning.
-- `reasoning_only_loop(streak, limit)`: seed 002's missing backstop. Once reasoning is no
-  longer replayed, a caller that re-asks after every reasoning-only turn sends the same request
-  forever; `limit` consecutive reasoning-only records of one conversation are flagged
-  (`leaked_thought` / `reasoning_only_loop`), each one from the limit on.
+- `reasoning_only_loop(streak, limit)`: the backstop that dropping replayed reasoning needs.
+  Once reasoning is no longer replayed, a caller that re-asks after every reasoning-only turn
+  sends the same request forever; `limit` consecutive reasoning-only records of one
+  conversation are flagged (`leaked_thought` / `reasoning_only_loop`), each one from the limit
+  on.
 """
 
 from __future__ import annotations

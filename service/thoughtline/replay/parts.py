@@ -93,7 +93,7 @@ def _read_gemini(fields: Fields) -> PartReading:
             return PartReading("visible", text, signed=True)
         return PartReading("other", signed=True)
     if thought is True:
-        # A thought that carries a call keeps it (seed 002); pure reasoning text goes nowhere.
+        # A thought that also carries a call keeps the call; pure reasoning text goes nowhere.
         if set(fields) <= {"text", "thought"}:
             return PartReading("dropped", reason="reasoning_text")
         return OTHER

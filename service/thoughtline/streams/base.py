@@ -37,15 +37,13 @@ class Piece(NamedTuple):
     """The text one chunk added to the turn, before inline extraction.
 
     `block` names the native reasoning block the thinking belongs to: fragments of one block
-    concatenate, separate blocks join with one LF (DESIGN §4.1).
+    concatenate, separate blocks join with one LF (the README's "Thinking and content: the
+    rules", rule 1).
     """
 
     text: str = ""
     thinking: str = ""
     block: Hashable = 0
-
-
-EMPTY_PIECE: Final = Piece()
 
 
 class Assembly(msgspec.Struct, kw_only=True):

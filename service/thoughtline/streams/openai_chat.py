@@ -135,7 +135,7 @@ def _pieces(state: _State, visible_sources: frozenset[str]) -> list[Piece]:
     """Each chunk's text, counting only the reasoning source the format module will read.
 
     One chunk may end a block and start others (`reasoning_details` entries), so the LF
-    between blocks (DESIGN §4.1) is written here, and every piece names the same block."""
+    that separates native blocks is written here, and every piece names the same block."""
     thinking_sources = _thinking_sources(state.message)
     layout = _thought_layout(state.message)
     spans = thought_spans(layout.text) if layout is not None else []
