@@ -5,7 +5,7 @@
 Rates are per-process CPU time (`time.process_time`), so other jobs on a shared machine do not
 count. Contenders are interleaved round by round so noise hits them alike. Every rate is the
 median of --repeat rounds, and every ratio is the median of the per-round ratios. Over the
-non-streamed corpus bodies (`../shared/corpus`):
+non-streamed bodies of the recorded corpus (beside the checkout):
 
 1. Per format: responses/s of `thoughtline.normalize` (format given), and the same rate
    divided by a plain `msgspec.json.decode` of the same bodies (size-neutral: the corpus bodies
