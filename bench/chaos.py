@@ -173,13 +173,14 @@ def run(plan: Plan, directory: Path) -> Report:
         _make_chaos(plan, fleet, server, report, random_source)
         producer.join()
         saboteur.join()
-        report.faults = saboteur.lines() + _fault_figures(fleet, plan)
+        report.faults = saboteur.lines()
         report.failures += saboteur.failures
         if producer.error is not None:
             report.failures.append(f"the producer failed: {producer.error!r}")
         report.seconds["chaos"] = time.monotonic() - started
         _wait_until_done(client, settings, len(entries), fleet, plan.drain_timeout)
         report.seconds["drain"] = time.monotonic() - started - report.seconds["chaos"]
+        report.faults += _fault_figures(fleet, plan)  # what the workers said, drain included
         monitor.stop()
         report.healthz_gap = monitor.longest_gap
         report.self_exits = fleet.self_exits
@@ -320,7 +321,9 @@ class Saboteur(threading.Thread):
 
 
 FAULT_LINES: Final = {
-    "group recreated": re.compile(rb"had vanished .*recreated it at id"),
+    "groups created (at start or after the loss)": re.compile(
+        rb"created consumer group \S+ at id|recreated it at id"
+    ),
     "entries acknowledged as committed before the group was lost": re.compile(
         rb"(\d+) entries were committed before the consumer group was recreated"
     ),

@@ -15,7 +15,6 @@ and the commit would be refused too, so claiming would only bring entries nearer
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -24,7 +23,14 @@ from redis import exceptions as redis_errors
 
 from thoughtline.batches import Entry
 from thoughtline.config import Settings
-from thoughtline.delivery import TRANSIENT_ERRORS, RedisClient, claim_idle, ensure_group
+from thoughtline.delivery import (
+    TRANSIENT_ERRORS,
+    WRITE_REFUSALS,
+    RedisClient,
+    claim_idle,
+    describe_refusal,
+    ensure_group,
+)
 from thoughtline.metrics import Metrics
 
 logger = logging.getLogger(__name__)
@@ -107,12 +113,23 @@ class Reclaimer:
                 return total
 
     async def recreate_group(self) -> None:
-        with contextlib.suppress(*TRANSIENT_ERRORS):
+        """Create the vanished group again. Redis unreachable or refusing the write (at
+        `maxmemory` it refuses `XGROUP CREATE`): the next `NOGROUP` comes back here."""
+        try:
             start = await ensure_group(self._client, self._settings)
-            if start is not None:
-                logger.warning(
-                    "the consumer group %s had vanished (Redis restarted empty, or the group "
-                    "was deleted); recreated it at id %s",
-                    self._settings.group,
-                    start,
-                )
+        except TRANSIENT_ERRORS:
+            return
+        except WRITE_REFUSALS as error:
+            logger.warning(
+                "the consumer group %s has vanished and Redis refuses to create it (%s); retrying",
+                self._settings.group,
+                describe_refusal(error),
+            )
+            return
+        if start is not None:
+            logger.warning(
+                "the consumer group %s had vanished (Redis restarted empty, or the group "
+                "was deleted); recreated it at id %s",
+                self._settings.group,
+                start,
+            )

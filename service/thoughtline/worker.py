@@ -288,7 +288,9 @@ class Worker:
         connection = await self.broker.connect()
 
         async def create_group(*_: Any, **__: Any) -> bool:
-            await ensure_group(self.client, self.settings)
+            start = await ensure_group(self.client, self.settings)
+            if start is not None:  # it vanished since the start: say so, as the others do
+                logger.warning("created consumer group %s at id %s", self.settings.group, start)
             return True
 
         setattr(connection, "xgroup_create", create_group)  # noqa: B010 - mypy: a method

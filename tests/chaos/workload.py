@@ -100,7 +100,11 @@ def stream_entries(client: redis.Redis, stream: str, after: str = "-") -> Stream
 
 class Producer(threading.Thread):
     """XADDs every entry at a steady pace over `seconds`, with explicit stream ids (`N-1`), so a
-    retry after a lost reply (Redis crashed mid-pipeline) can never add an entry twice."""
+    retry after a lost reply (Redis crashed mid-pipeline) can never add an entry twice.
+
+    Each chunk goes in one MULTI/EXEC, all or nothing: at `maxmemory` Redis refuses some XADDs
+    of a plain pipeline and accepts later ones (a commit frees a little memory in between), and
+    an entry refused before an accepted one could then never be added with its id."""
 
     def __init__(self, url: str, stream: str, entries: list[Entry], seconds: float) -> None:
         super().__init__(name="producer", daemon=True)
@@ -126,13 +130,13 @@ class Producer(threading.Thread):
     def _publish(self, start: int, chunk: list[Entry]) -> None:
         while True:
             try:
-                with self.client.pipeline(transaction=False) as pipeline:
+                with self.client.pipeline(transaction=True) as pipeline:
                     for offset, entry in enumerate(chunk):
                         entry_id = f"{start + offset + 1}-1"
                         pipeline.xadd(self.stream, entry.fields, id=entry_id)  # type: ignore[arg-type]
                     results = pipeline.execute(raise_on_error=False)
-            except (redis.ConnectionError, redis.TimeoutError):
-                self.retries += 1
+            except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
+                self.retries += 1  # unreachable, or the whole chunk refused (maxmemory)
                 time.sleep(0.2)
                 continue
             refused = [result for result in results if isinstance(result, Exception)]
