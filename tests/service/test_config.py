@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from thoughtline.config import (
+from thoughtline.worker.settings import (
     Settings,
     SettingsError,
     env_name,

@@ -8,7 +8,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from thoughtline.detection_codes import LEAKED_THOUGHT, MALFORMED_PART
 from thoughtline.formats.dialects import DIALECT_NAMES
-from thoughtline.metrics import (
+from thoughtline.record import Detection, Record, Usage
+from thoughtline.worker.metrics import (
     DEAD_LETTER_REASONS,
     FORMAT_LABELS,
     OUTCOMES,
@@ -16,7 +17,6 @@ from thoughtline.metrics import (
     HealthServer,
     Metrics,
 )
-from thoughtline.record import Detection, Record, Usage
 
 DESIGN_METRICS = {
     "thoughtline_records": ("counter", {"format", "outcome"}),

@@ -22,10 +22,10 @@ from typing import Any
 
 from redis import exceptions as redis_errors
 
-from thoughtline.batches import Entry
-from thoughtline.config import Settings
-from thoughtline.delivery import TRANSIENT_ERRORS, RedisClient, claim_idle, ensure_group
-from thoughtline.metrics import Metrics
+from thoughtline.worker.batches import Entry
+from thoughtline.worker.delivery import TRANSIENT_ERRORS, RedisClient, claim_idle, ensure_group
+from thoughtline.worker.metrics import Metrics
+from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
 

@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any, Final
 import redis.asyncio as redis_asyncio
 from redis import exceptions as redis_errors
 
-from thoughtline.config import Settings
-from thoughtline.entries import Outcome
+from thoughtline.worker.entries import Outcome
+from thoughtline.worker.settings import Settings
 
 if TYPE_CHECKING:
-    from thoughtline.metrics import ReadinessProblems
+    from thoughtline.worker.metrics import ReadinessProblems
 
 logger = logging.getLogger(__name__)
 
