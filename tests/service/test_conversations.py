@@ -1,4 +1,4 @@
-"""Conversation checks in the worker (issue 6): thinking repeated by a later request, and the
+"""Conversation checks in the worker: thinking repeated by a later request, and the
 reasoning-only loop, across entries of one `meta.conversation_id`, against a real Redis."""
 
 from __future__ import annotations

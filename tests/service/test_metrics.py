@@ -1,4 +1,4 @@
-"""Metrics (DESIGN §6): exactly those names, bounded label values, the small HTTP server."""
+"""Metrics (docs/operate.md): exactly those names, bounded label values, the small HTTP server."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from thoughtline.worker.metrics import (
     Metrics,
 )
 
-DESIGN_METRICS = {
+DOCUMENTED_METRICS = {
     "thoughtline_records": ("counter", {"format", "outcome"}),
     "thoughtline_leaked_thought": ("counter", {"format", "code", "dialect"}),
     "thoughtline_malformed_parts": ("counter", {"format", "code"}),
@@ -56,7 +56,7 @@ def test_exactly_the_metrics_of_the_design_with_their_labels() -> None:
         )
         for name, family in families(Metrics()).items()  # type: ignore[attr-defined]
     }
-    assert found == DESIGN_METRICS
+    assert found == DOCUMENTED_METRICS
 
 
 def test_label_values_stay_in_their_fixed_sets_whatever_the_record_says() -> None:

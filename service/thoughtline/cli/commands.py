@@ -1,4 +1,4 @@
-"""The `thoughtline` command line (DESIGN §7).
+"""The `thoughtline` command line (README "Normalize offline", "Try the service").
 
     thoughtline normalize [--format F] [FILE...]   offline, one record per file
     thoughtline normalize --explain FILE...         what inline extraction took out, and why

@@ -1,4 +1,4 @@
-"""The service commands of `thoughtline` (DESIGN §7): serve, publish, tail, demo, asyncapi.
+"""The service commands of `thoughtline`: serve, publish, tail, demo, asyncapi.
 
     thoughtline serve                 one worker; no THOUGHTLINE_REDIS_URL: an embedded Redis
     thoughtline publish FILE...       XADD raw payloads (format detected, or --format)

@@ -1,4 +1,4 @@
-"""The worker (DESIGN §5): a FastStream app that turns raw entries into records, effectively once.
+"""The worker: a FastStream app that turns raw entries into records, effectively once.
 
     XREADGROUP (FastStream batch subscriber) ──┐
     XAUTOCLAIM of idle entries (reclaimer) ────┴─> entries.process ─> delivery.Committer
@@ -154,7 +154,7 @@ class Worker:
             decoder=_decode_batch,
             ack_policy=AckPolicy.MANUAL,
             title="raw",
-            description="Raw provider responses, one entry each (DESIGN §2).",
+            description="Raw provider responses, one entry each (schemas/entry.schema.json).",
         )
         self.subscriber(self._consume_batch)
         self.app = FastStream(

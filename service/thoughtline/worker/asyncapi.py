@@ -36,7 +36,7 @@ def asyncapi_document() -> bytes:
     broker.publisher(
         stream=settings.output_stream,
         title="normalized",
-        description="One normalized record per entry (DESIGN §3).",
+        description="One normalized record per entry (schemas/record.schema.json).",
     )
     broker.publisher(
         stream=settings.dead_stream,
