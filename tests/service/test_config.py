@@ -1,4 +1,5 @@
-"""Settings (README "Settings"): exactly those variables and defaults; one-line errors naming them."""
+"""Settings (README "Settings"): exactly those variables and defaults; one-line errors
+naming them."""
 
 from __future__ import annotations
 

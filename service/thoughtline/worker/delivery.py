@@ -1,4 +1,5 @@
-"""The effectively-once step (README "Guarantees"): outputs added and the input acknowledged in one go.
+"""The effectively-once step (README "Guarantees"): outputs added and the input acknowledged
+in one go.
 
 `COMMIT_SCRIPT` runs server-side, so each entry's step is atomic: it `XACK`s the entry and,
 only if that acknowledgement counted (the entry was still pending in the group), adds the

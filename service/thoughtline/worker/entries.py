@@ -1,4 +1,5 @@
-"""One input entry (README "Produce and consume") -> what to write for it: its record (plus deltas) or a dead letter.
+"""One input entry (README "Produce and consume") -> what to write for it: its record (plus
+deltas) or a dead letter.
 
 No I/O: the worker reads entries, calls `process`, and hands the `Outcome`s to the atomic
 commit step (`thoughtline.worker.delivery`). Every way an entry can fail ends here as a dead letter

@@ -1,4 +1,5 @@
-"""Settings of the service (README "Settings"): environment variables with the prefix `THOUGHTLINE_`.
+"""Settings of the service (README "Settings"): environment variables with the prefix
+`THOUGHTLINE_`.
 
 Every setting lives here and nowhere else. `load_settings()` turns an invalid value into one
 `SettingsError` line that names the variable, so `thoughtline serve` can fail at start with a
