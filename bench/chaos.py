@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests.*` helper
 from tests.chaos.fleet import Fleet, HealthMonitor
 from tests.chaos.servers import RedisServer
 from tests.chaos.workload import Entry, Producer, build_entries, stream_entries
-from thoughtline.config import Settings, load_settings
+from thoughtline.worker.settings import Settings, load_settings
 
 T = TypeVar("T")
 DESTROY_AT: Final = (0.35, 0.8, 0.3, 0.85, 0.4, 0.9)

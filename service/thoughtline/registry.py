@@ -2,9 +2,9 @@
 its requests and replays its turns. The one place to look (and to add to) for a format.
 
 Adding a format (the README has the checklist): a body reader in `formats/`, a stream
-assembler in `streams/`, a request reader and replay pieces in `replay/`, golden pairs in
-`tests/golden/<format>/`, the name in `record.FormatName`, then one row here; a test checks
-that every known format has a row and every row is complete.
+assembler in `streams/`, a request reader in `inspection/readers.py`, replay pieces in
+`replay/`, golden pairs in `tests/golden/<format>/`, the name in `record.FormatName`, then one
+row here; a test checks that every known format has a row and every row is complete.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from thoughtline.formats import (
     openai_chat,
     openai_responses,
 )
+from thoughtline.inspection import readers
 from thoughtline.record import FormatName, Record, ToolCall
-from thoughtline.replay import parts, rebuild, request_formats
+from thoughtline.replay import parts, rebuild
 from thoughtline.streams import anthropic as anthropic_stream
 from thoughtline.streams import bedrock as bedrock_stream
 from thoughtline.streams import gemini as gemini_stream
@@ -34,7 +35,7 @@ from thoughtline.streams import openai_chat as chat_stream
 from thoughtline.streams import openai_responses as responses_stream
 from thoughtline.streams.base import Assembler
 
-RequestReader = Callable[[dict[str, Any]], request_formats.RequestReading]
+RequestReader = Callable[[dict[str, Any]], readers.RequestReading]
 TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
 
 
@@ -84,7 +85,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "google",
         gemini,
         gemini_stream.assemble,
-        request_formats.read_gemini_request,
+        readers.read_gemini_request,
         rebuild.gemini_turn,
         parts.GEMINI_PARTS,
         history_field="contents",
@@ -95,7 +96,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "anthropic",
         anthropic,
         anthropic_stream.assemble,
-        request_formats.read_anthropic_request,
+        readers.read_anthropic_request,
         rebuild.anthropic_turn,
         parts.ANTHROPIC_BLOCKS,
     ),
@@ -104,7 +105,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "openai",
         openai_chat,
         chat_stream.assemble,
-        request_formats.read_chat_request,
+        readers.read_chat_request,
         rebuild.chat_turn,
         None,
     ),
@@ -113,7 +114,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "openai",
         openai_responses,
         responses_stream.assemble,
-        request_formats.read_responses_request,
+        readers.read_responses_request,
         rebuild.responses_turn,
         parts.RESPONSES_ITEMS,
         history_field="input",
@@ -123,7 +124,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "amazon_bedrock",
         bedrock,
         bedrock_stream.assemble,
-        request_formats.read_bedrock_request,
+        readers.read_bedrock_request,
         rebuild.bedrock_turn,
         parts.BEDROCK_BLOCKS,
     ),
@@ -132,7 +133,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "mistral",
         mistral,
         chat_stream.assemble_mistral,
-        request_formats.read_mistral_request,
+        readers.read_mistral_request,
         rebuild.mistral_turn,
         None,
         stream_family="openai_chat",
@@ -142,7 +143,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "ollama",
         ollama,
         ollama_stream.assemble,
-        request_formats.read_ollama_request,
+        readers.read_ollama_request,
         rebuild.ollama_turn,
         None,
         tool_call_ids=False,

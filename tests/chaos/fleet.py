@@ -23,8 +23,8 @@ from typing import Final
 import redis
 
 from tests.service.support import serve, wait_exit
-from thoughtline.config import Settings
-from thoughtline.embedded import free_port
+from thoughtline.worker.embedded import free_port
+from thoughtline.worker.settings import Settings
 
 HEALTH_TIMEOUT_SECONDS: Final = 20.0
 PROBE_TIMEOUT_SECONDS: Final = 15.0

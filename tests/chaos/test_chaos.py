@@ -17,8 +17,8 @@ import redis
 
 from tests.chaos.servers import RedisServer
 from tests.chaos.workload import build_entries
-from thoughtline.config import load_settings
-from thoughtline.embedded import redis_server_binary
+from thoughtline.worker.embedded import redis_server_binary
+from thoughtline.worker.settings import load_settings
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "chaos.py"

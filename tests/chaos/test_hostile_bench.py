@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 
 import thoughtline
-from thoughtline.embedded import redis_server_binary
+from thoughtline.worker.embedded import redis_server_binary
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "hostile.py"

@@ -23,11 +23,11 @@ from tests.chaos.servers import RedisServer
 from tests.chaos.workload import stream_entries
 from tests.service.support import running_worker, wait_for_length, wait_until
 from tests.service.test_conversations import THINKING, chat_request, chat_response
-from thoughtline.config import Settings, load_settings
-from thoughtline.demo import sample_files
-from thoughtline.embedded import redis_server_binary
+from thoughtline.cli.demo import sample_files
 from thoughtline.registry import format_named
-from thoughtline.worker import Worker
+from thoughtline.worker.app import Worker
+from thoughtline.worker.embedded import redis_server_binary
+from thoughtline.worker.settings import Settings, load_settings
 
 pytestmark = pytest.mark.redis
 

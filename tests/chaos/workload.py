@@ -15,7 +15,7 @@ from typing import Final, cast
 
 import redis
 
-from thoughtline.demo import sample_files, sample_format
+from thoughtline.cli.demo import sample_files, sample_format
 
 PRODUCER_CHUNK: Final = 250
 StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from thoughtline.cli import main
+from thoughtline.cli.commands import main
 
 GOLDEN_GEMINI = Path(__file__).resolve().parents[1] / "golden" / "gemini"
 

@@ -29,11 +29,11 @@ from tests.service.support import (
     wait_exit,
     wait_until,
 )
-from thoughtline.config import Settings, load_settings
-from thoughtline.delivery import ensure_group
-from thoughtline.demo import sample_files
-from thoughtline.embedded import redis_server_binary
-from thoughtline.worker import redis_client
+from thoughtline.cli.demo import sample_files
+from thoughtline.worker.app import redis_client
+from thoughtline.worker.delivery import ensure_group
+from thoughtline.worker.embedded import redis_server_binary
+from thoughtline.worker.settings import Settings, load_settings
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 GOOD = next(s for s in sample_files() if s.name == "anthropic.thinking-block.json").read_bytes()

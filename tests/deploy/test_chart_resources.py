@@ -8,7 +8,7 @@ import helm_python as helm
 import pytest
 
 from tests.deploy import chart
-from thoughtline import config
+from thoughtline.worker import settings as config
 
 
 def _settings_variables() -> set[str]:

@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 import yaml
 
-import thoughtline
+import thoughtline.worker
 from tests.deploy import chart
 
 
 def series_from_metrics_module() -> list[str]:
-    """The series a dashboard must query for each metric thoughtline.metrics defines.
+    """The series a dashboard must query for each metric thoughtline.worker.metrics defines.
 
     Metrics are found as module-level collectors, or on the registry of a fresh
-    `thoughtline.metrics.Metrics()` (the service keeps one registry per worker). Counters are
+    `thoughtline.worker.metrics.Metrics()` (the service keeps one registry per worker). Counters are
     queried as `<name>_total`, histograms through `<name>_bucket` (quantiles). The module is
     imported here, not at the top, so a test can put another one in its place.
     """
@@ -28,7 +28,7 @@ def series_from_metrics_module() -> list[str]:
     from prometheus_client.metrics import MetricWrapperBase
     from prometheus_client.metrics_core import Metric
 
-    from thoughtline import metrics
+    from thoughtline.worker import metrics
 
     families: list[Metric] = []
     for value in vars(metrics).values():
@@ -67,15 +67,15 @@ def test_module_level_metrics_are_found_too(monkeypatch: pytest.MonkeyPatch) -> 
     from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
     registry = CollectorRegistry()
-    module = types.ModuleType("thoughtline.metrics")
+    module = types.ModuleType("thoughtline.worker.metrics")
     module.__dict__["RECORDS"] = Counter(
         "thoughtline_records_total", "", ["format"], registry=registry
     )
     module.__dict__["LAG"] = Gauge("thoughtline_stream_lag", "", registry=registry)
     module.__dict__["LATENCY"] = Histogram("thoughtline_normalize_seconds", "", registry=registry)
     module.__dict__["NEW"] = Counter("thoughtline_brand_new", "", registry=registry)
-    monkeypatch.setitem(sys.modules, "thoughtline.metrics", module)
-    monkeypatch.setattr(thoughtline, "metrics", module, raising=False)
+    monkeypatch.setitem(sys.modules, "thoughtline.worker.metrics", module)
+    monkeypatch.setattr(thoughtline.worker, "metrics", module, raising=False)
     series = series_from_metrics_module()
     assert series == [
         "thoughtline_brand_new_total",

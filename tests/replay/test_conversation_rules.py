@@ -5,8 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from thoughtline.record import Detection, Record, ToolCall, Usage
-from thoughtline.replay import (
+from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     HistoryFingerprint,
     conversation_id,
@@ -15,7 +14,8 @@ from thoughtline.replay import (
     repeated_reasoning,
     thinking_fingerprints,
 )
-from thoughtline.replay.fingerprints import text_fingerprints
+from thoughtline.inspection.fingerprints import text_fingerprints
+from thoughtline.record import Detection, Record, ToolCall, Usage
 
 LINE_A = "First I compare the two offers by their total yearly cost."
 LINE_B = "Then I check which of the offers includes the roaming fees."

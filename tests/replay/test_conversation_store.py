@@ -10,9 +10,9 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
-from thoughtline.conversation_store import ConversationStore
+from thoughtline.inspection import inspect_request
 from thoughtline.record import Detection, Record
-from thoughtline.replay import inspect_request
+from thoughtline.worker.conversations import ConversationStore
 
 pytestmark = pytest.mark.redis
 

@@ -16,16 +16,15 @@ from typing import Any
 import pytest
 
 from tests.corpus.notes import CORPUS
-from thoughtline.record import Record
-from thoughtline.registry import format_named
-from thoughtline.replay import (
+from thoughtline.inspection import (
     RequestInspection,
-    build_history,
-    encode_history,
     inspect_request,
     repeated_reasoning,
     thinking_fingerprints,
 )
+from thoughtline.record import Record
+from thoughtline.registry import format_named
+from thoughtline.replay import build_history, encode_history
 
 from .corpus import (
     CORPUS_FORMATS,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpus.notes import CORPUS
-from thoughtline.cli import main
+from thoughtline.cli.commands import main
 
 pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.replay import detect_request_format, inspect_request, normalize_request
+from thoughtline.inspection import detect_request_format, inspect_request, normalize_request
 
 THINKING = (
     "The user wants the capital of France, which is a simple geography fact.\n"

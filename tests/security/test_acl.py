@@ -21,8 +21,8 @@ import redis
 from tests.chaos.fleet import Fleet
 from tests.chaos.servers import RedisServer, redis_server_binaries
 from tests.service.test_conversations import THINKING, chat_request, chat_response
-from thoughtline.config import Settings, load_settings
-from thoughtline.demo import sample_files
+from thoughtline.cli.demo import sample_files
+from thoughtline.worker.settings import Settings, load_settings
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 GUARANTEES = Path(__file__).resolve().parents[2] / "docs" / "guarantees.md"

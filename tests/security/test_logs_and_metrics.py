@@ -12,8 +12,8 @@ import pytest
 import redis
 
 from tests.service.support import running_worker, wait_until
-from thoughtline.config import Settings
 from thoughtline.registry import format_named
+from thoughtline.worker.settings import Settings
 
 pytestmark = pytest.mark.redis
 SECRET = "tl-secret"
@@ -105,7 +105,7 @@ async def test_no_thinking_or_content_in_logs_at_info_or_above_under_load(
 
 
 def test_the_leak_check_can_fail() -> None:
-    record = logging.LogRecord("thoughtline.worker", logging.WARNING, __file__, 1,
+    record = logging.LogRecord("thoughtline.worker.app", logging.WARNING, __file__, 1,
                                "entry %s: %s", ("1-1", f"{SECRET}-thought"), None)  # fmt: skip
     assert leaking(record)
 

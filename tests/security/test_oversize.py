@@ -14,9 +14,9 @@ from faststream.redis.parser.binary import BinaryMessageFormatV1
 
 import thoughtline
 from tests.service.support import running_worker, wait_until
-from thoughtline import entries
-from thoughtline.config import Settings
 from thoughtline.errors import NormalizeError
+from thoughtline.worker import entries
+from thoughtline.worker.settings import Settings
 
 CAP = 1024 * 1024
 SMALL = b'{"candidates":[{"content":{"parts":[{"text":"hi"}]}}]}'

@@ -16,9 +16,9 @@ import redis
 from tests.chaos.fleet import Fleet
 from tests.chaos.servers import RedisServer, RedisServerError
 from tests.service.support import publish_many, published_ids
-from thoughtline.config import load_settings
-from thoughtline.demo import sample_files
-from thoughtline.embedded import redis_server_binary
+from thoughtline.cli.demo import sample_files
+from thoughtline.worker.embedded import redis_server_binary
+from thoughtline.worker.settings import load_settings
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.json").read_bytes()

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from thoughtline.config import Settings, load_settings
+from thoughtline.worker.settings import Settings, load_settings
 
 
 @pytest.fixture(autouse=True)

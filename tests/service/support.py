@@ -14,8 +14,8 @@ from typing import Any
 
 import redis
 
-from thoughtline.config import Settings
-from thoughtline.worker import Worker
+from thoughtline.worker.app import Worker
+from thoughtline.worker.settings import Settings
 
 
 @asynccontextmanager
@@ -83,7 +83,8 @@ def serve(
 
     `code` runs before the command (to plant a crashing normalizer, say).
     """
-    command = f"{code or ''}\nfrom thoughtline.cli import main\nraise SystemExit(main(['serve']))"
+    serve = "from thoughtline.cli import main\nraise SystemExit(main(['serve']))"
+    command = f"{code or ''}\n{serve}"
     with log.open("ab") as output:
         return subprocess.Popen(
             [sys.executable, "-c", command],

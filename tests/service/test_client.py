@@ -11,8 +11,8 @@ import redis.asyncio as redis_asyncio
 import thoughtline
 from tests.service.support import running_worker, wait_until
 from thoughtline import client as tl
-from thoughtline.config import Settings
-from thoughtline.demo import sample_files
+from thoughtline.cli.demo import sample_files
+from thoughtline.worker.settings import Settings
 
 pytestmark = pytest.mark.redis
 GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.json").read_bytes()

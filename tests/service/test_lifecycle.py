@@ -20,9 +20,9 @@ from tests.service.support import (
     wait_exit,
     wait_for_length,
 )
-from thoughtline.config import Settings, load_settings
-from thoughtline.demo import sample_files
-from thoughtline.embedded import EmbeddedRedis, free_port, redis_server_binary
+from thoughtline.cli.demo import sample_files
+from thoughtline.worker.embedded import EmbeddedRedis, free_port, redis_server_binary
+from thoughtline.worker.settings import Settings, load_settings
 
 pytestmark = pytest.mark.redis
 GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.json").read_bytes()

@@ -1,4 +1,4 @@
-"""Metrics (DESIGN §6): exactly those names, bounded label values, the small HTTP server."""
+"""Metrics (docs/operate.md): exactly those names, bounded label values, the small HTTP server."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from thoughtline.detection_codes import LEAKED_THOUGHT, MALFORMED_PART
 from thoughtline.formats.dialects import DIALECT_NAMES
-from thoughtline.metrics import (
+from thoughtline.record import Detection, Record, Usage
+from thoughtline.worker.metrics import (
     DEAD_LETTER_REASONS,
     FORMAT_LABELS,
     OUTCOMES,
@@ -16,9 +17,8 @@ from thoughtline.metrics import (
     HealthServer,
     Metrics,
 )
-from thoughtline.record import Detection, Record, Usage
 
-DESIGN_METRICS = {
+DOCUMENTED_METRICS = {
     "thoughtline_records": ("counter", {"format", "outcome"}),
     "thoughtline_leaked_thought": ("counter", {"format", "code", "dialect"}),
     "thoughtline_malformed_parts": ("counter", {"format", "code"}),
@@ -56,7 +56,7 @@ def test_exactly_the_metrics_of_the_design_with_their_labels() -> None:
         )
         for name, family in families(Metrics()).items()  # type: ignore[attr-defined]
     }
-    assert found == DESIGN_METRICS
+    assert found == DOCUMENTED_METRICS
 
 
 def test_label_values_stay_in_their_fixed_sets_whatever_the_record_says() -> None:

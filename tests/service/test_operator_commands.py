@@ -16,8 +16,8 @@ import pytest
 
 from tests.chaos.servers import RedisServer
 from tests.service.test_commands import environment
-from thoughtline.config import Settings, env_name
-from thoughtline.embedded import redis_server_binary
+from thoughtline.worker.embedded import redis_server_binary
+from thoughtline.worker.settings import Settings, env_name
 
 PASSWORD = "right-password"
 

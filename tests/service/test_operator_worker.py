@@ -19,14 +19,14 @@ from redis import exceptions as redis_errors
 from tests.chaos.servers import RedisServer
 from tests.service.support import running_worker, wait_until
 from tests.service.test_worker import http_get
-from thoughtline import delivery
-from thoughtline.config import Settings, load_settings
-from thoughtline.connections import entry_fields, parse_xautoclaim, parse_xreadgroup
-from thoughtline.demo import sample_files
-from thoughtline.embedded import redis_server_binary
-from thoughtline.entries import Outcome, RepeatedFields, process
-from thoughtline.metrics import ReadinessProblems
-from thoughtline.worker import FASTSTREAM_LOGGER, ONE_LINE_REDIS_ERRORS
+from thoughtline.cli.demo import sample_files
+from thoughtline.worker import delivery
+from thoughtline.worker.app import FASTSTREAM_LOGGER, ONE_LINE_REDIS_ERRORS
+from thoughtline.worker.connections import entry_fields, parse_xautoclaim, parse_xreadgroup
+from thoughtline.worker.embedded import redis_server_binary
+from thoughtline.worker.entries import Outcome, RepeatedFields, process
+from thoughtline.worker.metrics import ReadinessProblems
+from thoughtline.worker.settings import Settings, load_settings
 
 pytestmark = pytest.mark.redis
 GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.json").read_bytes()
@@ -211,7 +211,7 @@ async def test_a_field_given_twice_is_dead_lettered_by_the_reader_and_the_reclai
 def test_a_redis_hiccup_in_faststream_is_one_warning_line_and_a_debug_traceback(
     settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from thoughtline.worker import Worker
+    from thoughtline.worker.app import Worker
 
     assert settings.redis_url is not None
     Worker(settings, settings.redis_url)  # installs the filter on FastStream's logger

@@ -14,9 +14,9 @@ import pytest
 import redis
 
 from tests.chaos.servers import RedisServer, redis_cli_binary
-from thoughtline.config import load_settings
-from thoughtline.embedded import redis_server_binary
-from thoughtline.entries import process
+from thoughtline.worker.embedded import redis_server_binary
+from thoughtline.worker.entries import process
+from thoughtline.worker.settings import load_settings
 
 pytestmark = [pytest.mark.redis]
 ROOT = Path(__file__).resolve().parents[2]

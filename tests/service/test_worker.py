@@ -11,12 +11,12 @@ from faststream.redis import RedisBroker
 
 import thoughtline
 from tests.service.support import running_worker, wait_until
-from thoughtline.config import Settings
-from thoughtline.delivery import Committer
-from thoughtline.demo import sample_files, sample_format
-from thoughtline.entries import process
+from thoughtline.cli.demo import sample_files, sample_format
 from thoughtline.record import KNOWN_FORMATS
 from thoughtline.registry import format_named
+from thoughtline.worker.delivery import Committer
+from thoughtline.worker.entries import process
+from thoughtline.worker.settings import Settings
 
 pytestmark = pytest.mark.redis
 GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.json").read_bytes()
@@ -267,7 +267,7 @@ async def test_sigterm_while_redis_refuses_the_commit_ends_within_the_shutdown_t
     """A commit retrying while Redis is unreachable was waited for forever at the stop."""
     from redis import exceptions as redis_errors
 
-    from thoughtline.worker import Worker
+    from thoughtline.worker.app import Worker
 
     assert settings.redis_url is not None
     worker = Worker(settings, settings.redis_url)

@@ -183,21 +183,23 @@ class PartFormat:
     parts_field: str = "content"
 
 
-GEMINI_PARTS: Final = PartFormat(
+GEMINI_PARTS: Final[PartFormat] = PartFormat(
     _read_gemini,
     _rewrite_text_field(frozenset({"text", "thought"})),
     assistant_role="model",
     parts_field="parts",
 )
-ANTHROPIC_BLOCKS: Final = PartFormat(
+ANTHROPIC_BLOCKS: Final[PartFormat] = PartFormat(
     _read_anthropic,
     _rewrite_text_field(frozenset({"type", "text", "citations"})),
     assistant_role="assistant",
 )
-BEDROCK_BLOCKS: Final = PartFormat(
+BEDROCK_BLOCKS: Final[PartFormat] = PartFormat(
     _read_bedrock, _rewrite_text_field(frozenset({"text"})), assistant_role="assistant"
 )
-RESPONSES_ITEMS: Final = PartFormat(_read_responses, _rewrite_message_item, assistant_role=None)
+RESPONSES_ITEMS: Final[PartFormat] = PartFormat(
+    _read_responses, _rewrite_message_item, assistant_role=None
+)
 """The part-list formats' readers (the registry names each format's); the Chat-shaped
 formats are in `messages.py`."""
 

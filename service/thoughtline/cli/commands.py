@@ -1,9 +1,9 @@
-"""The `thoughtline` command line (DESIGN §7).
+"""The `thoughtline` command line (README "Normalize offline", "Try the service").
 
     thoughtline normalize [--format F] [FILE...]   offline, one record per file
     thoughtline normalize --explain FILE...         what inline extraction took out, and why
     thoughtline schema [--write DIR]               the JSON Schemas of entry and record
-    thoughtline serve | publish | tail | demo       the service (see thoughtline.service_cli)
+    thoughtline serve | publish | tail | demo       the service (see thoughtline.cli.service)
     thoughtline --version                          the installed version
 
 Errors are one line on stderr and exit status 1, never a traceback.
@@ -125,11 +125,9 @@ def _add_schema(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
 def _add_service_commands(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> None:
-    try:  # the service commands live beside the worker; the offline CLI works without them
-        from thoughtline import service_cli
-    except ImportError:
-        return
-    service_cli.add_commands(subparsers)
+    from thoughtline.cli import service  # imported when the parser is built: it loads the worker
+
+    service.add_commands(subparsers)
 
 
 def run_normalize(arguments: argparse.Namespace) -> int:

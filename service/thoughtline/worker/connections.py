@@ -31,7 +31,7 @@ from faststream.redis.configs.state import (
     RedisConnectionState,
 )
 
-from thoughtline.entries import RepeatedFields
+from thoughtline.worker.entries import RepeatedFields
 
 CONNECT_TIMEOUT_SECONDS: Final = 5.0
 

@@ -1,4 +1,4 @@
-"""The service commands of `thoughtline` (DESIGN §7): serve, publish, tail, demo, asyncapi.
+"""The service commands of `thoughtline`: serve, publish, tail, demo, asyncapi.
 
     thoughtline serve                 one worker; no THOUGHTLINE_REDIS_URL: an embedded Redis
     thoughtline publish FILE...       XADD raw payloads (format detected, or --format)
@@ -31,20 +31,20 @@ from typing import Final, cast
 
 import redis
 
-from thoughtline import console
-from thoughtline.config import (
+from thoughtline.cli import console
+from thoughtline.errors import NormalizeError, ThoughtlineError
+from thoughtline.format_detection import detect_format, looks_like_stream
+from thoughtline.record import KNOWN_FORMATS
+from thoughtline.worker.app import EXIT_FATAL, MetricsPortError, StreamsResponse
+from thoughtline.worker.connections import sync_client
+from thoughtline.worker.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
+from thoughtline.worker.settings import (
     Settings,
     SettingsError,
     load_settings,
     settings_help,
     unknown_variable_warnings,
 )
-from thoughtline.connections import sync_client
-from thoughtline.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
-from thoughtline.errors import NormalizeError, ThoughtlineError
-from thoughtline.format_detection import detect_format, looks_like_stream
-from thoughtline.record import KNOWN_FORMATS
-from thoughtline.worker import EXIT_FATAL, MetricsPortError, StreamsResponse
 
 EXIT_REDIS: Final = 1
 EXIT_INVALID_SETTINGS: Final = 2
@@ -106,7 +106,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
     except SettingsError as error:
         return _invalid_settings(error)
     _configure_logging(settings)
-    from thoughtline.worker import Worker
+    from thoughtline.worker.app import Worker
 
     embedded: EmbeddedRedis | None = None
     url = settings.redis_url
@@ -263,14 +263,14 @@ def _last_entry_id(client: redis.Redis, stream: str) -> str:
 
 
 def run_demo(arguments: argparse.Namespace) -> int:
-    from thoughtline import demo
+    from thoughtline.cli import demo
 
     _configure_logging(Settings(log_level="WARNING", redis_url=None))
     return asyncio.run(demo.run())
 
 
 def run_asyncapi(arguments: argparse.Namespace) -> int:
-    from thoughtline.asyncapi import asyncapi_document
+    from thoughtline.worker.asyncapi import asyncapi_document
 
     document = asyncapi_document()
     if arguments.write is None:

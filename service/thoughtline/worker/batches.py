@@ -29,19 +29,19 @@ from typing import Final
 
 from redis import exceptions as redis_errors
 
-from thoughtline.config import Settings
-from thoughtline.conversation_store import ConversationStore
-from thoughtline.delivery import (
+from thoughtline.inspection import conversation_id
+from thoughtline.record import Detection
+from thoughtline.worker.conversations import ConversationStore
+from thoughtline.worker.delivery import (
     RETRY_FIRST_SECONDS,
     RETRY_MAX_SECONDS,
     TRANSIENT_ERRORS,
     Committer,
     GroupVanishedError,
 )
-from thoughtline.entries import FASTSTREAM_DATA_FIELD, Fields, Outcome, process
-from thoughtline.metrics import Metrics
-from thoughtline.record import Detection
-from thoughtline.replay import conversation_id
+from thoughtline.worker.entries import FASTSTREAM_DATA_FIELD, Fields, Outcome, process
+from thoughtline.worker.metrics import Metrics
+from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
 

@@ -21,9 +21,8 @@ from typing import Any
 
 from redis import exceptions as redis_errors
 
-from thoughtline.batches import Entry
-from thoughtline.config import Settings
-from thoughtline.delivery import (
+from thoughtline.worker.batches import Entry
+from thoughtline.worker.delivery import (
     TRANSIENT_ERRORS,
     WRITE_REFUSALS,
     RedisClient,
@@ -31,7 +30,8 @@ from thoughtline.delivery import (
     describe_refusal,
     ensure_group,
 )
-from thoughtline.metrics import Metrics
+from thoughtline.worker.metrics import Metrics
+from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
 

@@ -27,8 +27,7 @@ from typing import Final
 from redis.asyncio import Redis, RedisCluster
 from redis.typing import EncodableT, FieldT
 
-from thoughtline.record import Detection, Record
-from thoughtline.replay import (
+from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     RequestInspection,
     conversation_id,
@@ -37,6 +36,7 @@ from thoughtline.replay import (
     repeated_reasoning,
     thinking_fingerprints,
 )
+from thoughtline.record import Detection, Record
 
 DEFAULT_PREFIX: Final = "{thoughtline}:conversation"
 DEFAULT_TTL_SECONDS: Final = 24 * 60 * 60

@@ -1,4 +1,5 @@
-"""The effectively-once step (DESIGN §5): outputs added and the input acknowledged in one go.
+"""The effectively-once step (README "Guarantees"): outputs added and the input acknowledged
+in one go.
 
 `COMMIT_SCRIPT` runs server-side, so each entry's step is atomic: it `XACK`s the entry and,
 only if that acknowledgement counted (the entry was still pending in the group), adds the
@@ -37,11 +38,11 @@ from typing import TYPE_CHECKING, Any, Final
 import redis.asyncio as redis_asyncio
 from redis import exceptions as redis_errors
 
-from thoughtline.config import Settings
-from thoughtline.entries import Outcome
+from thoughtline.worker.entries import Outcome
+from thoughtline.worker.settings import Settings
 
 if TYPE_CHECKING:
-    from thoughtline.metrics import ReadinessProblems
+    from thoughtline.worker.metrics import ReadinessProblems
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The worker (DESIGN §5): a FastStream app that turns raw entries into records, effectively once.
+"""The worker: a FastStream app that turns raw entries into records, effectively once.
 
     XREADGROUP (FastStream batch subscriber) ──┐
     XAUTOCLAIM of idle entries (reclaimer) ────┴─> entries.process ─> delivery.Committer
@@ -41,12 +41,12 @@ from faststream.redis.message import FAKE_CONSUMER, RedisBatchStreamMessage
 from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis import exceptions as redis_errors
 
-from thoughtline.batches import BatchHandler, Entry, cancel_until_done
-from thoughtline.config import Settings
-from thoughtline.connections import Broker, ClusterBroker, async_client
-from thoughtline.consumers import remove_dead_consumers
-from thoughtline.conversation_store import ConversationStore
-from thoughtline.delivery import (
+from thoughtline.errors import ThoughtlineError
+from thoughtline.worker.batches import BatchHandler, Entry, cancel_until_done
+from thoughtline.worker.connections import Broker, ClusterBroker, async_client
+from thoughtline.worker.consumers import remove_dead_consumers
+from thoughtline.worker.conversations import ConversationStore
+from thoughtline.worker.delivery import (
     TRANSIENT_ERRORS,
     WRITE_REFUSALS,
     Committer,
@@ -56,10 +56,10 @@ from thoughtline.delivery import (
     forget_consumer,
     group_state,
 )
-from thoughtline.entries import Outcome
-from thoughtline.errors import ThoughtlineError
-from thoughtline.metrics import HealthServer, Metrics, ReadinessProblems
-from thoughtline.reclaimer import Reclaimer
+from thoughtline.worker.entries import Outcome
+from thoughtline.worker.metrics import HealthServer, Metrics, ReadinessProblems
+from thoughtline.worker.reclaim import Reclaimer
+from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ class Worker:
             decoder=_decode_batch,
             ack_policy=AckPolicy.MANUAL,
             title="raw",
-            description="Raw provider responses, one entry each (DESIGN §2).",
+            description="Raw provider responses, one entry each (schemas/entry.schema.json).",
         )
         self.subscriber(self._consume_batch)
         self.app = FastStream(
@@ -426,7 +426,7 @@ def redis_client(redis_url: str, *, cluster: bool) -> RedisClient:
 
 
 def __getattr__(name: str) -> Any:
-    """`thoughtline.worker:app` for FastStream's own CLI (`faststream docs gen`), built on first
+    """`thoughtline.worker.app:app` for FastStream's own CLI (`faststream docs gen`), built on first
     use with the contract's default settings. `thoughtline serve` builds its own `Worker`."""
     if name == "app":
         return Worker(Settings.model_construct(), "redis://localhost:6379").app

@@ -1,7 +1,8 @@
-"""One input entry (DESIGN §2) -> what to write for it: its record (plus deltas) or a dead letter.
+"""One input entry (README "Produce and consume") -> what to write for it: its record (plus
+deltas) or a dead letter.
 
 No I/O: the worker reads entries, calls `process`, and hands the `Outcome`s to the atomic
-commit step (`thoughtline.delivery`). Every way an entry can fail ends here as a dead letter
+commit step (`thoughtline.worker.delivery`). Every way an entry can fail ends here as a dead letter
 with a stable reason (`errors.NormalizeReason`), so the worker never stops on bad input.
 
 Entries come as plain `XADD` fields (`payload`, `format`, `id`, `meta`, `kind`, `deltas`) or
@@ -19,11 +20,11 @@ from typing import Any, Final
 import msgspec
 from faststream.redis.parser.binary import BinaryMessageFormatV1
 
-from thoughtline.config import Settings
 from thoughtline.errors import NormalizeError
+from thoughtline.inspection import RequestInspection, inspect_request
 from thoughtline.normalization import normalize, normalize_with_deltas
 from thoughtline.record import Detection, Record, encode
-from thoughtline.replay import RequestInspection, inspect_request
+from thoughtline.worker.settings import Settings
 
 Fields = Mapping[bytes, bytes]
 FASTSTREAM_DATA_FIELD: Final = b"__data__"

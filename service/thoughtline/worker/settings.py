@@ -1,4 +1,5 @@
-"""Settings of the service (DESIGN §5): environment variables with the prefix `THOUGHTLINE_`.
+"""Settings of the service (README "Settings"): environment variables with the prefix
+`THOUGHTLINE_`.
 
 Every setting lives here and nowhere else. `load_settings()` turns an invalid value into one
 `SettingsError` line that names the variable, so `thoughtline serve` can fail at start with a
@@ -34,7 +35,7 @@ class SettingsError(ThoughtlineError):
 
 
 class Settings(BaseSettings):
-    """One worker's settings; the defaults are the contract of DESIGN §5."""
+    """One worker's settings; every default is here and only here (README "Settings")."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
 

@@ -23,15 +23,15 @@ from thoughtline import registry
 from thoughtline.format_detection import detect_request_format
 from thoughtline.formats import inline_reasoning
 from thoughtline.formats.compose import EMPTY_META, decode, leaked
-from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_payload
-from thoughtline.record import Detection, FormatName, Record
-from thoughtline.replay.fingerprints import (
+from thoughtline.inspection.fingerprints import (
     HistoryFingerprint,
     fingerprint_history_text,
     repeated_reasoning,
     text_fingerprints,
 )
-from thoughtline.replay.request_formats import RequestReading
+from thoughtline.inspection.readers import RequestReading
+from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_payload
+from thoughtline.record import Detection, FormatName, Record
 
 
 class RequestInspection(msgspec.Struct):

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from thoughtline.config import Settings
-from thoughtline.delivery import RedisClient, forget_consumer
+from thoughtline.worker.delivery import RedisClient, forget_consumer
+from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
 

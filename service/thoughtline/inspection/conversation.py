@@ -17,8 +17,8 @@ from typing import Final
 import msgspec
 
 from thoughtline.formats.compose import leaked
+from thoughtline.inspection.fingerprints import text_fingerprints
 from thoughtline.record import Detection, Record
-from thoughtline.replay.fingerprints import text_fingerprints
 from thoughtline.replay.history import reasoning_paths
 
 DEFAULT_REASONING_ONLY_LOOP_LIMIT: Final = 3

@@ -1,4 +1,5 @@
-"""Every Prometheus metric of the service (DESIGN §6), and the small HTTP server that shows them.
+"""Every Prometheus metric of the service (docs/operate.md lists them), and the small HTTP
+server that shows them.
 
     thoughtline_records_total{format,outcome}        outcome: normalized | dead_lettered | skipped
     thoughtline_leaked_thought_total{format,code,dialect}

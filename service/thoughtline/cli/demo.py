@@ -18,12 +18,12 @@ from typing import Final, cast
 
 import redis.asyncio as redis_asyncio
 
+from thoughtline.cli.console import counter_lines, describe_entry
 from thoughtline.client import apublish
-from thoughtline.config import SettingsError, load_settings
-from thoughtline.console import counter_lines, describe_entry
-from thoughtline.embedded import EmbeddedRedis
 from thoughtline.record import KNOWN_FORMATS
-from thoughtline.worker import Worker
+from thoughtline.worker.app import Worker
+from thoughtline.worker.embedded import EmbeddedRedis
+from thoughtline.worker.settings import SettingsError, load_settings
 
 WAIT_SECONDS: Final = 20.0
 

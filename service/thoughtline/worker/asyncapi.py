@@ -16,10 +16,10 @@ import msgspec
 from faststream.specification import AsyncAPI
 
 from thoughtline import __name__ as package_name
-from thoughtline.config import Settings
 from thoughtline.errors import NormalizeReason
 from thoughtline.record import Delta, Entry, Record
-from thoughtline.worker import Worker
+from thoughtline.worker.app import Worker
+from thoughtline.worker.settings import Settings
 
 CONSUMER_PLACEHOLDER: Final = "<host>-<pid>"
 SERVER_URL: Final = "redis://localhost:6379"
@@ -36,7 +36,7 @@ def asyncapi_document() -> bytes:
     broker.publisher(
         stream=settings.output_stream,
         title="normalized",
-        description="One normalized record per entry (DESIGN §3).",
+        description="One normalized record per entry (schemas/record.schema.json).",
     )
     broker.publisher(
         stream=settings.dead_stream,

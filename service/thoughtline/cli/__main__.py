@@ -1,0 +1,5 @@
+"""`python -m thoughtline.cli`."""
+
+from thoughtline.cli.commands import main
+
+raise SystemExit(main())
