@@ -9,25 +9,8 @@ from typing import Any
 import pytest
 
 import thoughtline
+from tests.normalize.usage_rows import counts
 from thoughtline import NormalizeError, Usage
-
-
-def counts(
-    input_tokens: int | None,
-    output_tokens: int | None,
-    reasoning_tokens: int | None,
-    cached_input_tokens: int | None,
-    total_tokens: int | None,
-) -> Usage:
-    """A `Usage` from one table row (input, output, reasoning, cached, total)."""
-    return Usage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        reasoning_tokens=reasoning_tokens,
-        cached_input_tokens=cached_input_tokens,
-        total_tokens=total_tokens,
-    )
-
 
 _TEXT = {"type": "text", "text": "x"}
 _TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}

@@ -8,25 +8,8 @@ from typing import Any
 import pytest
 
 import thoughtline
+from tests.normalize.usage_rows import counts
 from thoughtline import Usage
-
-
-def counts(
-    input_tokens: int | None,
-    output_tokens: int | None,
-    reasoning_tokens: int | None,
-    cached_input_tokens: int | None,
-    total_tokens: int | None,
-) -> Usage:
-    """A `Usage` from one table row (input, output, reasoning, cached, total)."""
-    return Usage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        reasoning_tokens=reasoning_tokens,
-        cached_input_tokens=cached_input_tokens,
-        total_tokens=total_tokens,
-    )
-
 
 _TEXT_MESSAGE = {"type": "message", "content": [{"type": "output_text", "text": "x"}]}
 _REFUSAL_MESSAGE = {"type": "message", "content": [{"type": "refusal", "refusal": "No"}]}
