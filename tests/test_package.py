@@ -111,3 +111,10 @@ def test_the_readme_layout_names_every_module() -> None:
         if not any(f"`{relative.name}`" in row for row in candidates):
             missing.append(str(relative))
     assert missing == [], "README layout does not name these modules"
+
+
+def test_the_detection_code_type_names_exactly_the_registered_codes() -> None:
+    from typing import get_args
+
+    registered = [*detection_codes.LEAKED_THOUGHT, *detection_codes.MALFORMED_PART]
+    assert list(get_args(detection_codes.DetectionCode)) == registered

@@ -23,7 +23,7 @@ import msgspec
 import redis
 import redis.asyncio as redis_asyncio
 
-from thoughtline.record import Record
+from thoughtline.record import EntryKind, FormatName, Record
 from thoughtline.record import decode as decode_record
 
 INPUT_STREAM: Final = "{thoughtline}:raw"
@@ -38,17 +38,27 @@ class Message:
 
     entry_id: str
     record: Record
-    ack: Callable[[], Any]
-    """`XACK` of this entry in your group (a coroutine function for `arecords`)."""
+    ack: Callable[[], int]
+    """`XACK` of this entry in your group."""
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncMessage:
+    """One record read by `arecords`; `await message.ack()` when done."""
+
+    entry_id: str
+    record: Record
+    ack: Callable[[], Awaitable[int]]
+    """`XACK` of this entry in your group."""
 
 
 def entry(
     payload: Payload,
     *,
-    format: str | None = None,
+    format: FormatName | None = None,
     id: str | None = None,
     meta: Mapping[str, Any] | bytes | str | None = None,
-    kind: str | None = None,
+    kind: EntryKind | None = None,
     deltas: bool = False,
 ) -> dict[str, bytes]:
     """The fields of one input entry (`schemas/entry.schema.json`). Pass bytes to keep the
@@ -68,17 +78,36 @@ def entry(
 
 
 def publish(
-    client: redis.Redis, payload: Payload, *, stream: str = INPUT_STREAM, **options: Any
+    client: redis.Redis,
+    payload: Payload,
+    *,
+    stream: str = INPUT_STREAM,
+    format: FormatName | None = None,
+    id: str | None = None,
+    meta: Mapping[str, Any] | bytes | str | None = None,
+    kind: EntryKind | None = None,
+    deltas: bool = False,
 ) -> str:
-    """`XADD` one raw response; returns the entry id. `options` as for `entry()`."""
-    entry_id = client.xadd(stream, entry(payload, **options))  # type: ignore[arg-type]
+    """`XADD` one raw response; returns the entry id. The fields as for `entry()`."""
+    fields = entry(payload, format=format, id=id, meta=meta, kind=kind, deltas=deltas)
+    entry_id = client.xadd(stream, fields)  # type: ignore[arg-type]
     return _text(entry_id)
 
 
 async def apublish(
-    client: redis_asyncio.Redis, payload: Payload, *, stream: str = INPUT_STREAM, **options: Any
+    client: redis_asyncio.Redis,
+    payload: Payload,
+    *,
+    stream: str = INPUT_STREAM,
+    format: FormatName | None = None,
+    id: str | None = None,
+    meta: Mapping[str, Any] | bytes | str | None = None,
+    kind: EntryKind | None = None,
+    deltas: bool = False,
 ) -> str:
-    entry_id = await client.xadd(stream, entry(payload, **options))  # type: ignore[arg-type]
+    """`publish` for `redis.asyncio`."""
+    fields = entry(payload, format=format, id=id, meta=meta, kind=kind, deltas=deltas)
+    entry_id = await client.xadd(stream, fields)  # type: ignore[arg-type]
     return _text(entry_id)
 
 
@@ -120,7 +149,7 @@ async def arecords(
     count: int = 100,
     block_ms: int = 1000,
     stop_when_idle: bool = False,
-) -> AsyncIterator[Message]:
+) -> AsyncIterator[AsyncMessage]:
     """`records` for `redis.asyncio`; `await message.ack()`."""
     try:
         await client.xgroup_create(stream, group, id="0", mkstream=True)
@@ -140,7 +169,7 @@ async def arecords(
             if not fields:
                 continue
             ack = _async_acker(client, stream, group, entry_id)
-            yield Message(_text(entry_id), _record(fields), ack)
+            yield AsyncMessage(_text(entry_id), _record(fields), ack)
         if read_id != ">":
             read_id = _text(page[-1][0])
 

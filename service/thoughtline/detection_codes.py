@@ -7,7 +7,7 @@ the README lists every code.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
 LEAKED_THOUGHT: Final[dict[str, str]] = {
     "inline_tag": (
@@ -69,6 +69,33 @@ MALFORMED_PART: Final[dict[str, str]] = {
     ),
     "invalid_usage": "a usage object whose counts are not integers: counts null, raw kept",
 }
+
+DetectionCode = Literal[
+    "inline_tag",
+    "orphan_close_tag",
+    "unclosed_open_tag",
+    "thought_label",
+    "thought_in_content",
+    "suspected_reasoning",
+    "reasoning_in_content",
+    "replayed_reasoning",
+    "reasoning_only_loop",
+    "thought_not_boolean",
+    "text_not_string",
+    "unknown_part",
+    "invalid_tool_call",
+    "tool_arguments_not_json",
+    "missing_signature",
+    "redacted_without_data",
+    "reasoning_not_string",
+    "usage_inconsistent",
+    "truncated_stream",
+    "stream_error",
+    "invalid_chunk",
+    "stream_out_of_order",
+    "invalid_usage",
+]
+"""Every detection code, for the type checker (a test keeps it equal to the tables above)."""
 
 NO_DIALECT: Final = "none"
 """The `dialect` label value of a detection that names no dialect."""

@@ -20,7 +20,7 @@ import redis.asyncio as redis_asyncio
 
 from thoughtline.cli.console import counter_lines, describe_entry
 from thoughtline.client import apublish
-from thoughtline.record import KNOWN_FORMATS
+from thoughtline.record import KNOWN_FORMATS, FormatName
 from thoughtline.worker.app import Worker
 from thoughtline.worker.embedded import EmbeddedRedis
 from thoughtline.worker.settings import SettingsError, load_settings
@@ -37,10 +37,10 @@ def sample_files() -> list[Traversable]:
     return [folder / name for name in names]
 
 
-def sample_format(name: str) -> str | None:
+def sample_format(name: str) -> FormatName | None:
     """The format a sample's file name starts with; None (detect) for the invalid ones."""
     prefix = name.split(".", 1)[0]
-    return prefix if prefix in KNOWN_FORMATS else None
+    return cast(FormatName, prefix) if prefix in KNOWN_FORMATS else None
 
 
 async def run() -> int:

@@ -17,6 +17,7 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
 
+from thoughtline.detection_codes import DetectionCode
 from thoughtline.errors import NormalizeError
 from thoughtline.formats import inline_reasoning
 from thoughtline.formats.dialects import THOUGHT_LABEL_MODELS
@@ -89,11 +90,11 @@ def present(raw: msgspec.Raw) -> bool:
     return len(raw) > 0 and raw != _JSON_NULL
 
 
-def malformed(code: str, path: str) -> Detection:
+def malformed(code: DetectionCode, path: str) -> Detection:
     return Detection(kind="malformed_part", code=code, path=path)
 
 
-def leaked(code: str, path: str, dialect: DialectName | None = None) -> Detection:
+def leaked(code: DetectionCode, path: str, dialect: DialectName | None = None) -> Detection:
     return Detection(kind="leaked_thought", code=code, path=path, dialect=dialect)
 
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from thoughtline.detection_codes import DetectionCode
 from thoughtline.errors import NormalizeError
 from thoughtline.formats.compose import decoder_for, malformed
 from thoughtline.record import Detection
@@ -38,7 +39,7 @@ def view_or_none(raw: msgspec.Raw, view: type[T], path: str) -> T | None:
 
 
 def view_or_detect(
-    raw: msgspec.Raw, view: type[T], code: str, path: str, detections: list[Detection]
+    raw: msgspec.Raw, view: type[T], code: DetectionCode, path: str, detections: list[Detection]
 ) -> T | None:
     """A nested member read into its view; a wrong shape is the detection `code` at `path`.
 

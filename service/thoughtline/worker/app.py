@@ -57,7 +57,8 @@ from thoughtline.worker.delivery import (
     group_state,
 )
 from thoughtline.worker.entries import Outcome
-from thoughtline.worker.metrics import HealthServer, Metrics, ReadinessProblems
+from thoughtline.worker.health import HealthServer, ReadinessProblems
+from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.reclaim import Reclaimer
 from thoughtline.worker.settings import Settings
 

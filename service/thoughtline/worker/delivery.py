@@ -42,7 +42,7 @@ from thoughtline.worker.entries import Outcome
 from thoughtline.worker.settings import Settings
 
 if TYPE_CHECKING:
-    from thoughtline.worker.metrics import ReadinessProblems
+    from thoughtline.worker.health import ReadinessProblems
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,114 @@
+"""The worker's small HTTP server: `/metrics`, `/healthz` (the process answers) and `/readyz`
+(Redis and the group are there, and no part of the worker reports a problem)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from prometheus_client import CONTENT_TYPE_LATEST
+
+if TYPE_CHECKING:
+    from thoughtline.worker.metrics import Metrics
+
+
+class ReadinessProblems:
+    """Why the worker should not be sent traffic, as its parts see it: `/readyz` answers 503
+    with the first problem set. A part sets its own problem under a name of its own and clears
+    it the same way:
+
+        metrics.readiness.set("commit", "the last 3 commits failed (...)")
+        metrics.readiness.set("commit", None)
+
+    The worker sets `commit` after consecutive failed commits and clears it at the next good
+    one; the committer sets `writes` while Redis refuses writes. Each problem is one line,
+    without payload text.
+    """
+
+    def __init__(self) -> None:
+        self._problems: dict[str, str] = {}
+
+    def set(self, source: str, problem: str | None) -> None:
+        if problem is None:
+            self._problems.pop(source, None)
+        else:
+            self._problems[source] = " ".join(problem.split())
+
+    def first(self) -> str | None:
+        return next(iter(self._problems.values()), None)
+
+
+Readiness = Callable[[], Awaitable[str | None]]
+"""Returns None when ready, else the one-line reason it is not."""
+
+
+class HealthServer:
+    """`/metrics`, `/healthz` (the process answers) and `/readyz` (Redis and group are there).
+
+    A plain asyncio server on the worker's own event loop: no thread, no framework, and a
+    wedged loop shows up as a failing `/healthz`, which is what a liveness probe should see.
+    """
+
+    def __init__(
+        self, metrics: Metrics, readiness: Readiness, before_scrape: Callable[[], Awaitable[None]]
+    ) -> None:
+        self._metrics = metrics
+        self._readiness = readiness
+        self._before_scrape = before_scrape
+        self._server: asyncio.Server | None = None
+
+    async def start(self, port: int, host: str) -> int:
+        """Listen on `host` and return the port (the chosen one when `port` is 0)."""
+        self._server = await asyncio.start_server(self._handle, host, port)
+        bound_port: int = self._server.sockets[0].getsockname()[1]
+        return bound_port
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+            self._server = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request_line = await asyncio.wait_for(_read_head(reader), timeout=5)
+            status, content_type, body = await self._respond(request_line)
+        except (TimeoutError, ValueError, asyncio.IncompleteReadError):
+            status, content_type, body = "400 Bad Request", "text/plain", b"bad request\n"
+        head = (
+            f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        with contextlib.suppress(ConnectionError):
+            writer.write(head.encode() + body)
+            await writer.drain()
+            writer.close()
+
+    async def _respond(self, request_line: bytes) -> tuple[str, str, bytes]:
+        parts = request_line.split()
+        path = parts[1].split(b"?")[0] if len(parts) >= 2 else b""
+        if path == b"/metrics":
+            await self._before_scrape()
+            return "200 OK", CONTENT_TYPE_LATEST, self._metrics.exposition()
+        if path == b"/healthz":
+            return "200 OK", "text/plain", b"ok\n"
+        if path == b"/readyz":
+            problem = await self._readiness()
+            if problem is None:
+                return "200 OK", "text/plain", b"ready\n"
+            return "503 Service Unavailable", "text/plain", f"not ready: {problem}\n".encode()
+        return "404 Not Found", "text/plain", b"try /metrics, /healthz or /readyz\n"
+
+
+async def _read_head(reader: asyncio.StreamReader) -> bytes:
+    """The request line, after reading the headers up to their blank line (ignored)."""
+    request_line = await reader.readline()
+    line = request_line
+    while line not in (b"\r\n", b"\n"):
+        if not line:
+            raise asyncio.IncompleteReadError(request_line, None)
+        line = await reader.readline()
+    return request_line
