@@ -16,7 +16,8 @@ import msgspec
 from thoughtline.format_detection import PayloadKind, classify
 from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, CheckedPayload, check_payload
 from thoughtline.record import Delta, Record
-from thoughtline.registry import format_named
+from thoughtline.registry import FORMATS_BY_NAME
+from thoughtline.streams.framing import holds_several_chunks
 from thoughtline.streams.reading import read_stream, stream_deltas, whole_body_delta
 
 __all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "deltas", "normalize", "normalize_with_deltas"]
@@ -35,6 +36,9 @@ def normalize(
     Raises `NormalizeError` (with a stable `reason`) for anything that cannot be normalized.
     """
     checked = check_payload(payload, format, meta=meta, max_payload_bytes=max_payload_bytes)
+    if format is not None and not holds_several_chunks(checked.body):  # the usual entry
+        reader = FORMATS_BY_NAME[format].body
+        return reader.normalize(checked.body, record_id=record_id, meta=checked.meta)
     kind = classify(checked.body, checked.format)
     if kind.stream:
         return read_stream(checked.body, kind.format, record_id=record_id, meta=checked.meta)[0]
@@ -73,4 +77,5 @@ def deltas(
 def _read_body(checked: CheckedPayload, kind: PayloadKind, record_id: str | None) -> Record:
     assert kind.format is not None  # a body's format is known once classified
     meta: msgspec.Raw | None = checked.meta
-    return format_named(kind.format).read_body(checked.body, record_id=record_id, meta=meta)
+    body_module = FORMATS_BY_NAME[kind.format].body  # straight to the reader: the hot path
+    return body_module.normalize(checked.body, record_id=record_id, meta=meta)

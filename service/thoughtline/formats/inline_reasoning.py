@@ -1012,8 +1012,13 @@ _UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(r"(?i:<think)(?:\s[^<>]*)?\Z")
 
 def extract(text: str, *, thought_label: bool = False) -> InlineExtraction:
     """Split inline reasoning out of a whole visible text."""
-    if _is_plain(text, thought_label):
-        return InlineExtraction(text, None, _suspected(text))
+    # Most answers end here: no candidate character (one scan each), no phrase or label.
+    no_candidate = "<" not in text and "[" not in text and "`" not in text and "~" not in text
+    if no_candidate and "◁" not in text and not (thought_label and text.startswith("thought")):
+        start = _first_non_space(text)
+        if not text.startswith(_PHRASE_OPENERS, start):
+            suspected = text.startswith(SUSPECTED_REASONING_OPENINGS, start)
+            return InlineExtraction(text, None, _SUSPECTED if suspected else ())
     if not (thought_label and text.startswith(_THOUGHT_LABEL)):
         single = _one_leading_block(text)
         if single is not None:
