@@ -267,8 +267,11 @@ def test_a_full_redis_degrades_the_conversation_checks_not_the_pipeline(
         assert client.xlen(settings.dead_stream) == 0
         assert b"conversation checks skipped" in worker.log.read_bytes()
         # The group lost while Redis is full: it cannot be created again until memory is
-        # freed. A worker whose reader saw it go exits 3 (not 1) and is started again.
-        client.xgroup_destroy(settings.input_stream, settings.group)
+        # freed. A worker whose reader saw it go exits 3 (not 1) and is started again. (Redis
+        # 6.2, the embedded one, refuses XGROUP DESTROY itself at maxmemory: there the group
+        # cannot be lost this way, and the rest of the test still runs.)
+        with contextlib.suppress(redis.exceptions.OutOfMemoryError):
+            client.xgroup_destroy(settings.input_stream, settings.group)
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline:
             fleet.revive_exited()

@@ -15,6 +15,8 @@ from tests.corpus.notes import CORPUS
 from tests.streams.checks import assert_deltas_add_up, comparable
 from tests.streams.splitting import split_chunk
 
+pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
+
 STREAMS = sorted(CORPUS.glob("*/*.jsonl"))
 IDS = [f"{path.parent.name}/{path.stem}" for path in STREAMS]
 
