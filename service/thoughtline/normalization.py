@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import msgspec
 
-from thoughtline.format_detection import PayloadKind, classify
+from thoughtline.errors import NormalizeError
+from thoughtline.format_detection import PayloadKind, classify, is_stream_event
 from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, CheckedPayload, check_payload
 from thoughtline.record import Delta, Record
 from thoughtline.registry import FORMATS_BY_NAME
+from thoughtline.streams.base import Assembly
 from thoughtline.streams.framing import holds_several_chunks
 from thoughtline.streams.reading import read_stream, stream_deltas, whole_body_delta
 
@@ -37,8 +39,7 @@ def normalize(
     """
     checked = check_payload(payload, format, meta=meta, max_payload_bytes=max_payload_bytes)
     if format is not None and not holds_several_chunks(checked.body):  # the usual entry
-        reader = FORMATS_BY_NAME[format].body
-        return reader.normalize(checked.body, record_id=record_id, meta=checked.meta)
+        return _read_with_format(checked, format, record_id)[0]
     kind = classify(checked.body, checked.format)
     if kind.stream:
         return read_stream(checked.body, kind.format, record_id=record_id, meta=checked.meta)[0]
@@ -58,9 +59,11 @@ def normalize_with_deltas(
     gives one final delta."""
     checked = check_payload(payload, format, meta=meta, max_payload_bytes=max_payload_bytes)
     kind = classify(checked.body, checked.format)
-    if not kind.stream:
-        record = _read_body(checked, kind, record_id)
-        return record, [whole_body_delta(record, record_id)]
+    if not kind.stream and kind.format is not None:
+        record, one_event = _read_with_format(checked, kind.format, record_id)
+        if one_event is None:
+            return record, [whole_body_delta(record, record_id)]
+        return record, stream_deltas(record, one_event.pieces, record_id or record.id)
     record, assembly = read_stream(
         checked.body, kind.format, record_id=record_id, meta=checked.meta
     )
@@ -72,6 +75,21 @@ def deltas(
 ) -> list[Delta]:
     """One normalized delta per raw chunk; a non-streamed body gives one final delta."""
     return normalize_with_deltas(payload, format, record_id=record_id)[1]
+
+
+def _read_with_format(
+    checked: CheckedPayload, format: str, record_id: str | None
+) -> tuple[Record, Assembly | None]:
+    """A one-line payload of a known format: that format's body. Only when the body reader
+    refuses it as not its shape and it is a stream event (a stream cut after its first event)
+    is it read as that cut stream, so a body that reads costs no second look."""
+    reader = FORMATS_BY_NAME[format].body
+    try:
+        return reader.normalize(checked.body, record_id=record_id, meta=checked.meta), None
+    except NormalizeError as error:
+        if error.reason != "invalid_payload" or not is_stream_event(checked.body):
+            raise
+    return read_stream(checked.body, format, record_id=record_id, meta=checked.meta)
 
 
 def _read_body(checked: CheckedPayload, kind: PayloadKind, record_id: str | None) -> Record:

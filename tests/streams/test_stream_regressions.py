@@ -261,9 +261,8 @@ def test_a_stream_of_only_an_error_event_is_still_read() -> None:
     assert "stream_error" in [found.code for found in record.detections]
 
 
-# One stream event on its own (a stream cut after its first event): read as a cut stream when
-# the format is left to detection; with a format given it is read as that format's body, which
-# it is not, so it is refused (no second guess on the hot path).
+# One stream event on its own (a stream cut after its first event) is a cut stream, with or
+# without its format given (with a format, only once the body reader refused it).
 
 ONE_EVENT = (
     b'{"type":"message_start","message":{"id":"m1","type":"message","role":"assistant",'
@@ -279,7 +278,8 @@ def test_one_stream_event_without_a_format_is_a_cut_stream() -> None:
     )
 
 
-def test_one_stream_event_with_a_format_is_refused() -> None:
-    with pytest.raises(NormalizeError) as raised:
-        thoughtline.normalize(ONE_EVENT, "anthropic")
-    assert raised.value.reason == "invalid_payload"
+def test_one_stream_event_with_a_format_is_a_cut_stream_too() -> None:
+    record = thoughtline.normalize(ONE_EVENT, "anthropic")
+    assert [d.code for d in record.detections] == ["truncated_stream"]
+    deltas = thoughtline.deltas(ONE_EVENT, "anthropic")
+    assert [delta.is_final for delta in deltas] == [True]

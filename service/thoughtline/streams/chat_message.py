@@ -15,7 +15,7 @@ non-streamed shape (no tool-call `index`).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -36,6 +36,14 @@ _DETAIL_TEXTS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"
 _STREAM_ONLY_CALL_FIELDS: Final = frozenset({"index"})
 _CONCATENATED: Final = frozenset({"text", "summary", "arguments"})
 _MERGED_CHILDREN: Final = frozenset({"function", "extra_content", "google"})
+
+
+class Added(NamedTuple):
+    """What one delta added: from which field (`source`), to which block of it, which text."""
+
+    source: str
+    block: Any
+    text: str
 
 
 class MergedObject:
@@ -121,10 +129,10 @@ class MessageAssembler:
         """Each non-empty string `content` fragment, with its delta's `extra_content`."""
         self.others: RawObject = {}
 
-    def add(self, delta: RawObject) -> list[tuple[str, Any, str]]:
-        """Merge one delta; return what it added as (source, block, text) triples (a string
+    def add(self, delta: RawObject) -> list[Added]:
+        """Merge one delta; return what it added as `Added` entries (a string
         `content` fragment's block is its index in `content_fragments`)."""
-        added: list[tuple[str, Any, str]] = []
+        added: list[Added] = []
         for key, raw in delta.items():
             self.order.setdefault(key, None)
             if key == "content" and bytes(raw)[:1] == b"[":
@@ -168,7 +176,7 @@ class MessageAssembler:
 
     def _add_string(
         self, key: str, raw: msgspec.Raw, extra_content: msgspec.Raw | None
-    ) -> list[tuple[str, Any, str]]:
+    ) -> list[Added]:
         text = read_string(raw)
         if text is None:
             if present(raw):  # not a string: kept whole, the format module reports it
@@ -176,36 +184,36 @@ class MessageAssembler:
             return []
         if key == "content" and self.content_is_list:
             self._text_run(None, raw, text)
-            return [("content", 0, text)]
+            return [Added("content", 0, text)]
         self.strings.setdefault(key, TextField()).add(raw, text)
         if key == "content" and text:
             self.content_fragments.append((text, extra_content))
-            return [(key, len(self.content_fragments) - 1, text)]
-        return [(key, key, text)]
+            return [Added(key, len(self.content_fragments) - 1, text)]
+        return [Added(key, key, text)]
 
-    def _add_content_list(self, chunks: list[msgspec.Raw]) -> list[tuple[str, Any, str]]:
+    def _add_content_list(self, chunks: list[msgspec.Raw]) -> list[Added]:
         if not self.content_is_list:
             self.content_is_list = True
             earlier = self.strings.pop("content", None)
             if earlier is not None and earlier.text():
                 self._text_run(None, earlier.value(), earlier.text())
-        added: list[tuple[str, Any, str]] = []
+        added: list[Added] = []
         for raw_chunk in chunks:
             fields = read_object(raw_chunk) or {}
             kind = read_string(fields.get("type"))
             text = read_string(fields.get("text"))
             if kind == "text" and text is not None:
                 self._text_run(fields, fields["text"], text)
-                added.append(("content", 0, text))
+                added.append(Added("content", 0, text))
             elif kind == "thinking" and _plain_text_items(fields):
                 added.extend(self._thinking_run(fields))
             else:  # kept as it came; a thinking chunk with odd items is a block of its own
                 self.runs.append(ContentRun("other", fields, raw_chunk))
                 texts = _item_texts(fields) if kind == "thinking" else []
-                added.extend(("thinking_chunk", len(self.runs) - 1, text) for text in texts)
+                added.extend(Added("thinking_chunk", len(self.runs) - 1, text) for text in texts)
                 refusal = read_string(fields.get("refusal")) if kind == "refusal" else None
                 if refusal is not None:  # visible to `openai_chat.read_chat_content_part`
-                    added.append(("refusal_part", 0, refusal))
+                    added.append(Added("refusal_part", 0, refusal))
         return added
 
     def _text_run(self, fields: RawObject | None, raw: msgspec.Raw, text: str) -> None:
@@ -213,19 +221,19 @@ class MessageAssembler:
             self.runs.append(ContentRun("text", fields or {"type": encode("text")}, raw))
         self.runs[-1].text.add(raw, text)
 
-    def _thinking_run(self, fields: RawObject) -> list[tuple[str, Any, str]]:
+    def _thinking_run(self, fields: RawObject) -> list[Added]:
         if not self.runs or self.runs[-1].kind != "thinking":
             self.runs.append(ContentRun("thinking", fields, msgspec.Raw()))
         run = self.runs[-1]
         block = len(self.runs) - 1
-        added: list[tuple[str, Any, str]] = []
+        added: list[Added] = []
         for item in _thinking_items(fields) or []:
             text = read_string(item.get("text"))
             if text is None:
                 continue
             run.item_fields = run.item_fields or item
             run.text.add(item["text"], text)
-            added.append(("thinking_chunk", block, text))
+            added.append(Added("thinking_chunk", block, text))
         return added
 
     def _add_tool_calls(self, calls: list[msgspec.Raw]) -> None:
@@ -240,8 +248,8 @@ class MessageAssembler:
             else:
                 self.tool_calls[key] = MergedObject(fields)
 
-    def _add_details(self, entries: list[msgspec.Raw]) -> list[tuple[str, Any, str]]:
-        added: list[tuple[str, Any, str]] = []
+    def _add_details(self, entries: list[msgspec.Raw]) -> list[Added]:
+        added: list[Added] = []
         for raw_entry in entries:
             fields = read_object(raw_entry)
             if fields is None:
@@ -256,7 +264,7 @@ class MessageAssembler:
             text_field = _DETAIL_TEXTS.get(entry_type or "")
             text = read_string(fields.get(text_field)) if text_field else None
             if text:
-                added.append(("reasoning_details", key, text))
+                added.append(Added("reasoning_details", key, text))
         return added
 
 

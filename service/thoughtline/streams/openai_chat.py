@@ -47,7 +47,7 @@ from thoughtline.streams.base import (
     merge_last_wins,
     read_object,
 )
-from thoughtline.streams.chat_message import REASONING_FIELDS, MessageAssembler
+from thoughtline.streams.chat_message import REASONING_FIELDS, Added, MessageAssembler
 
 _VISIBLE_SOURCES: Final = frozenset({"content", "refusal", "refusal_part"})
 _MISTRAL_VISIBLE_SOURCES: Final = frozenset({"content", "refusal"})
@@ -78,7 +78,7 @@ class _State:
         self.usage: msgspec.Raw | None = None
         self.message = MessageAssembler()
         self.finished = False
-        self.added: list[list[tuple[str, Any, str]]] = []
+        self.added: list[list[Added]] = []
 
 
 def assemble_mistral(chunks: Sequence[Chunk], done_marker: bool) -> Assembly:
@@ -102,7 +102,7 @@ def assemble(
     return assembly
 
 
-def _read_chunk(chunk: Chunk, state: _State, assembly: Assembly) -> list[tuple[str, Any, str]]:
+def _read_chunk(chunk: Chunk, state: _State, assembly: Assembly) -> list[Added]:
     view = decode_chunk(chunk, _Chunk, assembly.detections)
     fields = decode_chunk(chunk, RawObject, []) if view is not None else None
     if view is None or fields is None:
@@ -158,16 +158,16 @@ def _pieces(state: _State, visible_sources: frozenset[str]) -> list[Piece]:
 
 
 def _split_thought(
-    added: list[tuple[str, Any, str]], layout: ThoughtLayout | None, spans: list[ThoughtSpan]
-) -> list[tuple[str, Any, str]]:
-    """A chunk's triples, its `content` fragments cut where the thought spans cut the content:
+    added: list[Added], layout: ThoughtLayout | None, spans: list[ThoughtSpan]
+) -> list[Added]:
+    """A chunk's additions, its `content` fragments cut where the thought spans cut the content:
     thought text becomes a `thought` triple of its block, the rest stays `content`."""
     if layout is None:
         return added
-    result: list[tuple[str, Any, str]] = []
+    result: list[Added] = []
     for source, block, value in added:
         if source != "content" or not value:
-            result.append((source, block, value))
+            result.append(Added(source, block, value))
             continue
         start = layout.offsets[block]
         end = start + len(value)
@@ -176,9 +176,9 @@ def _split_thought(
             if low < high:
                 text = value[low - start : high - start]
                 if span.block is None:
-                    result.append(("content", block, text))
+                    result.append(Added("content", block, text))
                 else:
-                    result.append(("thought", ("thought", span.block), text))
+                    result.append(Added("thought", ("thought", span.block), text))
     return result
 
 
