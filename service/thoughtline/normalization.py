@@ -11,10 +11,8 @@ stream, and of which format when none was given.
 
 from __future__ import annotations
 
-import msgspec
-
 from thoughtline.errors import NormalizeError
-from thoughtline.format_detection import PayloadKind, classify, is_stream_event
+from thoughtline.format_detection import classify, is_stream_event
 from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, CheckedPayload, check_payload
 from thoughtline.record import Delta, Record
 from thoughtline.registry import FORMATS_BY_NAME
@@ -41,9 +39,9 @@ def normalize(
     if format is not None and not holds_several_chunks(checked.body):  # the usual entry
         return _read_with_format(checked, format, record_id)[0]
     kind = classify(checked.body, checked.format)
-    if kind.stream:
+    if kind.stream or kind.format is None:
         return read_stream(checked.body, kind.format, record_id=record_id, meta=checked.meta)[0]
-    return _read_body(checked, kind, record_id)
+    return _read_with_format(checked, kind.format, record_id)[0]
 
 
 def normalize_with_deltas(
@@ -90,10 +88,3 @@ def _read_with_format(
         if error.reason != "invalid_payload" or not is_stream_event(checked.body):
             raise
     return read_stream(checked.body, format, record_id=record_id, meta=checked.meta)
-
-
-def _read_body(checked: CheckedPayload, kind: PayloadKind, record_id: str | None) -> Record:
-    assert kind.format is not None  # a body's format is known once classified
-    meta: msgspec.Raw | None = checked.meta
-    body_module = FORMATS_BY_NAME[kind.format].body  # straight to the reader: the hot path
-    return body_module.normalize(checked.body, record_id=record_id, meta=meta)

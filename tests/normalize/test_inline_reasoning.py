@@ -317,7 +317,7 @@ def test_the_shortcut_agrees_with_the_scanner_on_the_rules(
 
 
 def test_the_plain_text_check_knows_every_candidate_character() -> None:
-    from thoughtline.formats.inline_reasoning import _CANDIDATES, _is_plain
+    from thoughtline.formats.inline_reasoning import _CANDIDATES, _plain_extraction
 
     for character in _CANDIDATES:
-        assert not _is_plain(f"a {character} b", thought_label=False)
+        assert _plain_extraction(f"a {character} b", thought_label=False) is None

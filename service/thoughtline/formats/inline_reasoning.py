@@ -197,7 +197,7 @@ _ROLES_LITERALS: Final = (
 )
 _MARKERS: Final = _marker_pattern(_ROLES_LITERALS)
 _CANDIDATES: Final = tuple(sorted({marker[0] for marker in _ROLES_LITERALS} | {"`", "~"}))
-"""Every character a delimiter, a code run or a wrapper starts with (`_is_plain` spells them
+"""Every character a delimiter, a code run or a wrapper starts with (`_plain_extraction` spells them
 out: a test keeps the two the same)."""
 _BLOCK_END_CANDIDATES: Final = tuple(
     sorted(
@@ -1012,13 +1012,9 @@ _UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(r"(?i:<think)(?:\s[^<>]*)?\Z")
 
 def extract(text: str, *, thought_label: bool = False) -> InlineExtraction:
     """Split inline reasoning out of a whole visible text."""
-    # Most answers end here: no candidate character (one scan each), no phrase or label.
-    no_candidate = "<" not in text and "[" not in text and "`" not in text and "~" not in text
-    if no_candidate and "◁" not in text and not (thought_label and text.startswith("thought")):
-        start = _first_non_space(text)
-        if not text.startswith(_PHRASE_OPENERS, start):
-            suspected = text.startswith(SUSPECTED_REASONING_OPENINGS, start)
-            return InlineExtraction(text, None, _SUSPECTED if suspected else ())
+    plain = _plain_extraction(text, thought_label)
+    if plain is not None:
+        return plain
     if not (thought_label and text.startswith(_THOUGHT_LABEL)):
         single = _one_leading_block(text)
         if single is not None:
@@ -1142,14 +1138,19 @@ def _first_candidate(text: str, start: int) -> int:
     return first
 
 
-def _is_plain(text: str, thought_label: bool) -> bool:
-    """No candidate character, and no phrase or label at the start: nothing to extract. Most
-    answers are such; a search per character (`in`) is the fastest scan Python has."""
+def _plain_extraction(text: str, thought_label: bool) -> InlineExtraction | None:
+    """The text unchanged when it holds no candidate character and opens with no phrase or
+    label (most answers): a search per character (`in`) is the fastest scan Python has.
+    None when the scanner must read it."""
     if "<" in text or "[" in text or "`" in text or "~" in text or "◁" in text:
-        return False
+        return None
     if thought_label and text.startswith(_THOUGHT_LABEL):
-        return False
-    return not text.startswith(_PHRASE_OPENERS, _first_non_space(text))
+        return None
+    start = _first_non_space(text)
+    if text.startswith(_PHRASE_OPENERS, start):
+        return None
+    suspected = text.startswith(SUSPECTED_REASONING_OPENINGS, start)
+    return InlineExtraction(text, None, _SUSPECTED if suspected else ())
 
 
 def _first_non_space(text: str) -> int:
@@ -1238,8 +1239,9 @@ def extract_chunks(
     """A recorded (complete) text in chunks: the whole extraction, and each chunk's share of
     content and thinking, attributed to the chunk the text came from."""
     text = "".join(chunks)
-    if _is_plain(text, thought_label):
-        return InlineExtraction(text, None, _suspected(text)), list(chunks), [""] * len(chunks)
+    plain = _plain_extraction(text, thought_label)
+    if plain is not None:
+        return plain, list(chunks), [""] * len(chunks)
     scanner = _Scanner(thought_label=thought_label)
     scanner.run(text, final=True)
     ends = list(_running_ends(chunks))
