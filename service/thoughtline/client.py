@@ -25,9 +25,11 @@ import redis.asyncio as redis_asyncio
 
 from thoughtline.record import EntryKind, FormatName, Record
 from thoughtline.record import decode as decode_record
+from thoughtline.worker.settings import DEFAULT_INPUT_STREAM, DEFAULT_OUTPUT_STREAM
 
-INPUT_STREAM: Final = "{thoughtline}:raw"
-OUTPUT_STREAM: Final = "{thoughtline}:normalized"
+# The worker's defaults (`THOUGHTLINE_INPUT_STREAM`, `THOUGHTLINE_OUTPUT_STREAM`), defined there.
+INPUT_STREAM: Final = DEFAULT_INPUT_STREAM
+OUTPUT_STREAM: Final = DEFAULT_OUTPUT_STREAM
 
 Payload = bytes | str | Mapping[str, Any]
 

@@ -31,8 +31,8 @@ from tests.service.support import (
 )
 from thoughtline.cli.demo import sample_files
 from thoughtline.worker.app import redis_client
-from thoughtline.worker.delivery import ensure_group
 from thoughtline.worker.embedded import redis_server_binary
+from thoughtline.worker.group import ensure_group
 from thoughtline.worker.settings import Settings, load_settings
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

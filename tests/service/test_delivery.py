@@ -12,9 +12,12 @@ from redis import exceptions as redis_errors
 
 import thoughtline
 from tests.chaos.servers import RedisServer, redis_server_binaries
-from thoughtline.worker import delivery
-from thoughtline.worker.delivery import Committer, claim_idle, ensure_group, forget_consumer
+from thoughtline.worker import commit as commit_module
+from thoughtline.worker import retry
+from thoughtline.worker.commit import Committer
 from thoughtline.worker.entries import Outcome, process
+from thoughtline.worker.group import ensure_group, forget_consumer
+from thoughtline.worker.reclaim import claim_idle
 from thoughtline.worker.settings import Settings
 
 pytestmark = pytest.mark.redis
@@ -85,8 +88,8 @@ async def test_a_refused_write_is_retried_until_it_works_and_the_entry_stays_pen
     """An output key that is not a stream (WRONGTYPE), like a full memory or a read-only
     replica, is a refusal that passes: the commit waits for it and keeps its outcome. Giving up
     left the entry to be reclaimed until it was dead-lettered as `too_many_deliveries`."""
-    monkeypatch.setattr(delivery, "RETRY_FIRST_SECONDS", 0.01)
-    monkeypatch.setattr(delivery, "REFUSED_RETRY_MAX_SECONDS", 0.05)
+    monkeypatch.setattr(retry, "RETRY_FIRST_SECONDS", 0.01)
+    monkeypatch.setattr(commit_module, "REFUSED_RETRY_MAX_SECONDS", 0.05)
     outcomes = await read_entries(aclient, settings, 1)
     await aclient.set(settings.output_stream, "not a stream")
     committer = Committer(aclient, settings)
@@ -105,7 +108,7 @@ async def test_a_refused_write_is_retried_until_it_works_and_the_entry_stays_pen
 async def test_other_error_replies_are_still_raised(
     aclient: redis_asyncio.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(delivery, "RETRY_FIRST_SECONDS", 0.01)
+    monkeypatch.setattr(retry, "RETRY_FIRST_SECONDS", 0.01)
     committer = Committer(aclient, settings)
 
     async def broken(**_: object) -> list[int]:
@@ -129,16 +132,16 @@ async def test_other_error_replies_are_still_raised(
 def test_write_refusals_are_told_apart_from_other_errors(
     error: redis_errors.ResponseError,
 ) -> None:
-    assert delivery.is_write_refusal(error)
-    assert delivery.describe_refusal(error).startswith("Redis refuses writes (")
-    assert not delivery.is_write_refusal(redis_errors.ResponseError("BUSYGROUP exists"))
-    assert not delivery.is_write_refusal(redis_errors.ResponseError("ERR unknown command"))
+    assert retry.is_write_refusal(error)
+    assert retry.describe_refusal(error).startswith("Redis refuses writes (")
+    assert not retry.is_write_refusal(redis_errors.ResponseError("BUSYGROUP exists"))
+    assert not retry.is_write_refusal(redis_errors.ResponseError("ERR unknown command"))
 
 
 async def test_large_batches_are_split_and_still_all_committed(
     aclient: redis_asyncio.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(delivery, "MAX_SCRIPT_ARGUMENT_BYTES", len(PAYLOAD) * 2)
+    monkeypatch.setattr(commit_module, "MAX_SCRIPT_ARGUMENT_BYTES", len(PAYLOAD) * 2)
     outcomes = await read_entries(aclient, settings, 5)
     calls = []
     committer = Committer(aclient, settings)
@@ -191,7 +194,7 @@ async def test_a_lost_group_comes_back_where_the_committed_entries_end(
     committer = Committer(aclient, settings)
     assert await committer.commit(second) == [True] * 3  # r3-r5, while r0-r2 are pending
     assert await committer.commit(first[:1]) == [True]  # r0; r1 and r2 are still pending
-    key = delivery.committed_key(settings)
+    key = commit_module.committed_key(settings)
     marked = {member for member, score in await aclient.zrange(key, 0, -1, withscores=True)
               if score >= 0}  # fmt: skip
     assert marked == set(ids[3:])
@@ -235,7 +238,7 @@ async def test_the_committed_ids_stay_as_small_as_the_entries_in_flight(
     below it is pending."""
     await ensure_group(aclient, settings)
     committer = Committer(aclient, settings)
-    key = delivery.committed_key(settings)
+    key = commit_module.committed_key(settings)
     for _ in range(5):  # a slow consumer holds one batch while another commits three
         for n in range(40):
             await aclient.xadd(settings.input_stream, {"payload": PAYLOAD, "id": f"x{n}"})
@@ -333,7 +336,7 @@ async def test_a_consumer_is_forgotten_only_when_it_holds_nothing(
 async def test_a_retry_after_a_lost_reply_counts_what_the_first_attempt_committed(
     aclient: redis_asyncio.Redis, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(delivery, "RETRY_FIRST_SECONDS", 0.01)
+    monkeypatch.setattr(retry, "RETRY_FIRST_SECONDS", 0.01)
     outcomes = await read_entries(aclient, settings, 2)
     committer = Committer(aclient, settings)
     real = committer._script

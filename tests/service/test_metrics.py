@@ -74,9 +74,11 @@ def test_label_values_stay_in_their_fixed_sets_whatever_the_record_says() -> Non
             Detection(kind="malformed_part", code="never_heard_of_it", path="p"),
         ],
     )
-    metrics.observe_record(record)
-    metrics.observe_dead_letter("not-a-format", "some_new_reason")
-    metrics.observe_skipped(None)
+    tally = metrics.tally()
+    tally.record(record)
+    tally.dead_letter("not-a-format", "some_new_reason")
+    tally.skipped(None)
+    tally.flush()
     for family in families(metrics).values():
         for sample in family.samples:  # type: ignore[attr-defined]
             for label, value in sample.labels.items():

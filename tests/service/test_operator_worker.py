@@ -20,7 +20,7 @@ from tests.chaos.servers import RedisServer
 from tests.service.support import running_worker, wait_until
 from tests.service.test_worker import http_get
 from thoughtline.cli.demo import sample_files
-from thoughtline.worker import delivery
+from thoughtline.worker import commit as commit_module
 from thoughtline.worker.app import FASTSTREAM_LOGGER, ONE_LINE_REDIS_ERRORS
 from thoughtline.worker.connections import entry_fields, parse_xautoclaim, parse_xreadgroup
 from thoughtline.worker.embedded import redis_server_binary
@@ -79,14 +79,14 @@ async def test_readyz_says_not_ready_while_every_commit_fails(
     settings: Settings, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     failing = True
-    real_commit = delivery.Committer.commit
+    real_commit = commit_module.Committer.commit
 
-    async def commit(self: delivery.Committer, outcomes: Sequence[Outcome]) -> list[bool]:
+    async def commit(self: commit_module.Committer, outcomes: Sequence[Outcome]) -> list[bool]:
         if failing:
             raise redis_errors.ResponseError("ERR something Redis will not do")
         return await real_commit(self, outcomes)
 
-    monkeypatch.setattr(delivery.Committer, "commit", commit)
+    monkeypatch.setattr(commit_module.Committer, "commit", commit)
     settings = settings.model_copy(update={"min_idle_ms": 200, "batch_size": 1})
     async with running_worker(settings) as worker:
         port = worker.metrics_port

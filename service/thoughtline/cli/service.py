@@ -35,7 +35,7 @@ from thoughtline.cli import console
 from thoughtline.errors import NormalizeError, ThoughtlineError
 from thoughtline.format_detection import detect_format, looks_like_stream
 from thoughtline.record import KNOWN_FORMATS
-from thoughtline.worker.app import EXIT_FATAL, MetricsPortError, StreamsResponse
+from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
 from thoughtline.worker.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
 from thoughtline.worker.settings import (
@@ -49,7 +49,6 @@ from thoughtline.worker.settings import (
 EXIT_REDIS: Final = 1
 EXIT_INVALID_SETTINGS: Final = 2
 EXIT_METRICS_PORT: Final = 4
-EXIT_GROUP_VANISHED: Final = EXIT_FATAL
 PIPELINE_ENTRIES: Final = 100
 """XADDs sent per round trip; a publish of more than 20 files shows progress at each."""
 Subparsers = argparse._SubParsersAction

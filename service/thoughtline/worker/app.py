@@ -1,7 +1,7 @@
 """The worker: a FastStream app that turns raw entries into records, effectively once.
 
     XREADGROUP (FastStream batch subscriber) ──┐
-    XAUTOCLAIM of idle entries (reclaimer) ────┴─> entries.process ─> delivery.Committer
+    XAUTOCLAIM of idle entries (reclaimer) ────┴─> entries.process ─> commit.Committer
                                                    (record | dead letter)   (one script: add + ack)
 
 One worker per process, its consumer name `<host>-<pid>`. The group is created at id 0
@@ -42,24 +42,21 @@ from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis import exceptions as redis_errors
 
 from thoughtline.errors import ThoughtlineError
-from thoughtline.worker.batches import BatchHandler, Entry, cancel_until_done
-from thoughtline.worker.connections import Broker, ClusterBroker, async_client
-from thoughtline.worker.consumers import remove_dead_consumers
+from thoughtline.worker.batches import BatchHandler, cancel_until_done
+from thoughtline.worker.commit import Committer, GroupVanishedError
+from thoughtline.worker.connections import Broker, ClusterBroker, RedisClient, async_client
 from thoughtline.worker.conversations import ConversationStore
-from thoughtline.worker.delivery import (
-    TRANSIENT_ERRORS,
-    WRITE_REFUSALS,
-    Committer,
-    GroupVanishedError,
-    RedisClient,
+from thoughtline.worker.entries import DeliveredEntry, Outcome
+from thoughtline.worker.group import (
     ensure_group,
     forget_consumer,
     group_state,
+    remove_dead_consumers,
 )
-from thoughtline.worker.entries import Outcome
 from thoughtline.worker.health import HealthServer, ReadinessProblems
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.reclaim import Reclaimer
+from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -184,13 +181,13 @@ class Worker:
         self._stopping = True
         self.app.exit()
 
-    async def handle(self, entries: Sequence[Entry]) -> list[Outcome]:
+    async def handle(self, entries: Sequence[DeliveredEntry]) -> list[Outcome]:
         """Normalize entries, commit them atomically, count them; returns what was committed."""
         return await self.batches.handle(entries)
 
     async def _consume_batch(self, batch: dict[str, Any]) -> None:
         entries = [
-            (entry_id, fields, 1)
+            DeliveredEntry(entry_id, fields, delivery_count=1)
             for entry_id, fields in zip(batch["message_ids"], batch["data"], strict=True)
         ]
         await self.batches.handle_in_background(entries)
@@ -260,7 +257,7 @@ class Worker:
 
     async def _ensure_group_at_start(self) -> None:
         deadline = time.monotonic() + STARTUP_RETRY_SECONDS
-        delay = 0.2
+        backoff = Backoff(first=0.2)
         while True:
             try:
                 start = await ensure_group(self.client, self.settings)
@@ -276,10 +273,9 @@ class Worker:
                 logger.warning(
                     "Redis unreachable or refusing writes at start (%s); retrying in %.1f s",
                     type(error).__name__,
-                    delay,
+                    backoff.delay,
                 )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                await backoff.wait()
 
     async def _route_faststream_group_creation(self) -> None:
         """FastStream's subscriber creates its group when it starts: at `$`, which would skip
@@ -324,7 +320,7 @@ class Worker:
             count=self.settings.batch_size,
         )
         entries = [
-            (entry_id, fields, 1)
+            DeliveredEntry(entry_id, fields, delivery_count=1)
             for _, page in cast(StreamsResponse, response)
             for entry_id, fields in page
         ]
@@ -366,7 +362,7 @@ class WatchedCommitter(Committer):
     """A `Committer` that tells `/readyz` when commits keep failing.
 
     After `COMMIT_FAILURES_NOT_READY` failed commits in a row (an error reply that is no write
-    refusal: a refusal is retried and reported at once, see `delivery.Committer`) the `commit`
+    refusal: a refusal is retried and reported at once, see `commit.Committer`) the `commit`
     readiness problem is set; the next commit that succeeds clears it. A vanished group is not
     counted: the worker handles it.
     """

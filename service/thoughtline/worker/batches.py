@@ -31,22 +31,15 @@ from redis import exceptions as redis_errors
 
 from thoughtline.inspection import conversation_id
 from thoughtline.record import Detection
+from thoughtline.worker.commit import Committer, GroupVanishedError
 from thoughtline.worker.conversations import ConversationStore
-from thoughtline.worker.delivery import (
-    RETRY_FIRST_SECONDS,
-    RETRY_MAX_SECONDS,
-    TRANSIENT_ERRORS,
-    Committer,
-    GroupVanishedError,
-)
-from thoughtline.worker.entries import FASTSTREAM_DATA_FIELD, Fields, Outcome, process
+from thoughtline.worker.entries import FASTSTREAM_DATA_FIELD, DeliveredEntry, Outcome, process
 from thoughtline.worker.metrics import Metrics
+from thoughtline.worker.retry import TRANSIENT_ERRORS, Backoff
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-Entry = tuple[bytes, Fields, int]
-"""(stream entry id, fields, times delivered)."""
 INLINE_SECONDS: Final = 0.02
 """How long a batch may be normalized on the event loop before the rest goes to a thread."""
 INLINE_ENTRY_BYTES: Final = 256 * 1024
@@ -72,14 +65,14 @@ class BatchHandler:
         self.conversation_checks_skipped = 0
         """Records published without their conversation checks (Redis refused the writes)."""
 
-    async def handle(self, entries: Sequence[Entry]) -> list[Outcome]:
+    async def handle(self, entries: Sequence[DeliveredEntry]) -> list[Outcome]:
         """Normalize entries, commit them atomically, count them; returns what was committed.
 
         Never raises on bad input: an entry that cannot be normalized becomes a dead letter.
         """
         return await self._commit(await self._normalize(entries))
 
-    async def handle_in_background(self, entries: Sequence[Entry]) -> None:
+    async def handle_in_background(self, entries: Sequence[DeliveredEntry]) -> None:
         """Normalize this batch while the previous one commits; then commit it in turn.
 
         Redis runs the commit script while this process normalizes the next batch, instead of
@@ -113,7 +106,7 @@ class BatchHandler:
         if not task.cancelled():
             await task
 
-    async def _normalize(self, entries: Sequence[Entry]) -> list[Outcome]:
+    async def _normalize(self, entries: Sequence[DeliveredEntry]) -> list[Outcome]:
         """The outcomes of `entries`, in their order: on the loop while that stays short (see
         the module's docstring), the rest in a worker thread."""
         outcomes: list[Outcome] = []
@@ -129,7 +122,7 @@ class BatchHandler:
             outcomes.append(outcome)
         return outcomes
 
-    def _process(self, entries: Sequence[Entry]) -> list[Outcome]:
+    def _process(self, entries: Sequence[DeliveredEntry]) -> list[Outcome]:
         outcomes = []
         for entry_id, fields, delivery_count in entries:
             started = time.perf_counter()
@@ -177,7 +170,7 @@ class BatchHandler:
             )
 
     async def _check_one(self, store: ConversationStore, outcome: Outcome) -> list[Detection]:
-        delay = RETRY_FIRST_SECONDS
+        backoff = Backoff()
         while True:
             try:
                 if outcome.inspection is not None:
@@ -188,10 +181,9 @@ class BatchHandler:
                 logger.warning(
                     "Redis unreachable for the conversation checks (%s); retrying in %.1f s",
                     type(error).__name__,
-                    delay,
+                    backoff.delay,
                 )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RETRY_MAX_SECONDS)
+            await backoff.wait()
 
     async def _commit(self, outcomes: list[Outcome]) -> list[Outcome]:
         await self._check_conversations(outcomes)

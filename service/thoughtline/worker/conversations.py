@@ -37,9 +37,10 @@ from thoughtline.inspection import (
     thinking_fingerprints,
 )
 from thoughtline.record import Detection, Record
-
-DEFAULT_PREFIX: Final = "{thoughtline}:conversation"
-DEFAULT_TTL_SECONDS: Final = 24 * 60 * 60
+from thoughtline.worker.settings import (
+    DEFAULT_CONVERSATION_PREFIX,
+    DEFAULT_CONVERSATION_TTL_SECONDS,
+)
 
 _FINGERPRINT_FIELD: Final = "fp:"
 _SIZE_FIELD: Final = "n:"
@@ -67,8 +68,8 @@ class ConversationStore:
         self,
         client: Redis | RedisCluster,
         *,
-        prefix: str = DEFAULT_PREFIX,
-        ttl_seconds: int = DEFAULT_TTL_SECONDS,
+        prefix: str = DEFAULT_CONVERSATION_PREFIX,
+        ttl_seconds: int = DEFAULT_CONVERSATION_TTL_SECONDS,
         loop_limit: int = DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     ) -> None:
         if ttl_seconds < 1 or loop_limit < 1:

@@ -2,7 +2,7 @@
 deltas) or a dead letter.
 
 No I/O: the worker reads entries, calls `process`, and hands the `Outcome`s to the atomic
-commit step (`thoughtline.worker.delivery`). Every way an entry can fail ends here as a dead letter
+commit step (`thoughtline.worker.commit`). Every way an entry can fail ends here as a dead letter
 with a stable reason (`errors.NormalizeReason`), so the worker never stops on bad input.
 
 Entries come as plain `XADD` fields (`payload`, `format`, `id`, `meta`, `kind`, `deltas`) or
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 from faststream.redis.parser.binary import BinaryMessageFormatV1
@@ -28,7 +28,6 @@ from thoughtline.worker.settings import Settings
 
 Fields = Mapping[bytes, bytes]
 FASTSTREAM_DATA_FIELD: Final = b"__data__"
-DEAD_LETTER_FIELDS: Final = (b"reason", b"error", b"delivery_count", b"entry_id")
 MAX_DEAD_LETTER_ITEMS: Final = 4000
 _ENTRY_FIELDS: Final = ("payload", "format", "id", "meta", "kind", "deltas")
 MAX_LOGGED_ID_CHARS: Final = 200
@@ -55,6 +54,15 @@ class RepeatedFields(dict[bytes, bytes]):
         return repeated
 
 
+class DeliveredEntry(NamedTuple):
+    """An entry as the worker read it (`XREADGROUP`) or claimed it (`XAUTOCLAIM`)."""
+
+    entry_id: bytes
+    fields: Fields
+    delivery_count: int
+    """How many times it was delivered, this time included (1 for a fresh read)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Output:
     """One `XADD` the commit step makes: the stream key and the flat field/value list."""
@@ -63,12 +71,32 @@ class Output:
     fields: list[bytes]
 
 
+@dataclass(frozen=True, slots=True)
+class RecordOutput:
+    """The record's `XADD` on the output stream: `record` (JSON), `id`, `format`, and
+    `kind=request` for the record of a request. The commit script takes the usual one (a
+    response's record alone) in a short form of its three values."""
+
+    stream: str
+    record_json: bytes
+    record_id: bytes
+    format_name: bytes
+    request: bool
+
+    @property
+    def fields(self) -> list[bytes]:
+        fields = [b"record", self.record_json, b"id", self.record_id, b"format", self.format_name]
+        if self.request:
+            fields += [b"kind", b"request"]
+        return fields
+
+
 @dataclass(slots=True)
 class Outcome:
     """What one entry turned into; published only if its acknowledgement counts."""
 
     entry_id: bytes
-    outputs: list[Output]
+    outputs: list[Output | RecordOutput]
     format_name: str | None
     record: Record | None = None
     dead_reason: str | None = None
@@ -111,17 +139,22 @@ def process(
         # Only the type name: an exception message may quote payload text.
         crash = NormalizeError("normalizer_crash", f"the normalizer raised {type(error).__name__}")
         return dead_letter(entry_id, raw_fields, declared_format, crash, delivery_count, settings)
-    outputs = [record_output(record, settings, request=inspection is not None), *extra_outputs]
+    outputs: list[Output | RecordOutput] = [
+        record_output(record, settings, request=inspection is not None),
+        *extra_outputs,
+    ]
     return Outcome(entry_id, outputs, record.format, record=record, inspection=inspection)
 
 
-def record_output(record: Record, settings: Settings, *, request: bool) -> Output:
+def record_output(record: Record, settings: Settings, *, request: bool) -> RecordOutput:
     """The record's `XADD`: `record` (JSON), `id`, `format`, and `kind` for request records."""
-    fields = [b"record", encode(record), b"id", record.id.encode(), b"format"]
-    fields.append(record.format.encode())
-    if request:
-        fields += [b"kind", b"request"]
-    return Output(settings.output_stream, fields)
+    return RecordOutput(
+        settings.output_stream,
+        encode(record),
+        record.id.encode(),
+        record.format.encode(),
+        request,
+    )
 
 
 def dead_letter(

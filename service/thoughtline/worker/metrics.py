@@ -172,22 +172,6 @@ class Metrics:
         """A batch's counts, added here once per label set when flushed."""
         return Tally(self)
 
-    def observe_record(self, record: Record) -> None:
-        """Count one published record: outcome, detections and token usage."""
-        tally = self.tally()
-        tally.record(record)
-        tally.flush()
-
-    def observe_dead_letter(self, format_name: str | None, reason: str) -> None:
-        tally = self.tally()
-        tally.dead_letter(format_name, reason)
-        tally.flush()
-
-    def observe_skipped(self, format_name: str | None) -> None:
-        tally = self.tally()
-        tally.skipped(format_name)
-        tally.flush()
-
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
 

@@ -19,10 +19,17 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from thoughtline.errors import ThoughtlineError
+from thoughtline.inspection import DEFAULT_REASONING_ONLY_LOOP_LIMIT
 from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES
 
 ENV_PREFIX: Final = "THOUGHTLINE_"
 REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://")
+DEFAULT_INPUT_STREAM: Final = "{thoughtline}:raw"
+DEFAULT_OUTPUT_STREAM: Final = "{thoughtline}:normalized"
+DEFAULT_DEAD_STREAM: Final = "{thoughtline}:dead"
+DEFAULT_DELTAS_STREAM: Final = "{thoughtline}:deltas"
+DEFAULT_CONVERSATION_PREFIX: Final = "{thoughtline}:conversation"
+DEFAULT_CONVERSATION_TTL_SECONDS: Final = 24 * 60 * 60
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 # Settings whose values may hold secrets: an error message names them but never repeats them.
@@ -43,10 +50,10 @@ class Settings(BaseSettings):
     """`redis://`, `rediss://` (TLS) or `unix://`, with password and database; unset: embedded."""
     redis_cluster: bool = False
     """True: the URL names one node of a Redis Cluster; the others are discovered from it."""
-    input_stream: str = "{thoughtline}:raw"
-    output_stream: str = "{thoughtline}:normalized"
-    dead_stream: str = "{thoughtline}:dead"
-    deltas_stream: str = "{thoughtline}:deltas"
+    input_stream: str = DEFAULT_INPUT_STREAM
+    output_stream: str = DEFAULT_OUTPUT_STREAM
+    dead_stream: str = DEFAULT_DEAD_STREAM
+    deltas_stream: str = DEFAULT_DELTAS_STREAM
     group: str = Field(default="thoughtline", min_length=1)
     batch_size: int = Field(default=200, ge=1, le=100_000)
     block_ms: int = Field(default=1000, ge=1)
@@ -59,11 +66,11 @@ class Settings(BaseSettings):
     metrics_host: str = Field(default="127.0.0.1", min_length=1)
     """Address the health server listens on; containers set 0.0.0.0 (the image and chart do)."""
     log_level: LogLevel = "INFO"
-    conversation_prefix: str = "{thoughtline}:conversation"
+    conversation_prefix: str = DEFAULT_CONVERSATION_PREFIX
     """Key prefix of the per-conversation thinking fingerprints (`meta.conversation_id`)."""
-    conversation_ttl_seconds: int = Field(default=86_400, ge=1)
+    conversation_ttl_seconds: int = Field(default=DEFAULT_CONVERSATION_TTL_SECONDS, ge=1)
     """How long an idle conversation's fingerprints are kept."""
-    reasoning_only_loop_limit: int = Field(default=3, ge=1)
+    reasoning_only_loop_limit: int = Field(default=DEFAULT_REASONING_ONLY_LOOP_LIMIT, ge=1)
     """Consecutive reasoning-only records of one conversation that count as a loop."""
 
     @field_validator("redis_url")

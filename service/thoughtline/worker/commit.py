@@ -30,15 +30,21 @@ runs on Redis Cluster too.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
-import redis.asyncio as redis_asyncio
 from redis import exceptions as redis_errors
 
-from thoughtline.worker.entries import Outcome
+from thoughtline.worker.connections import RedisClient
+from thoughtline.worker.entries import Outcome, RecordOutput
+from thoughtline.worker.retry import (
+    RETRY_MAX_SECONDS,
+    TRANSIENT_ERRORS,
+    Backoff,
+    describe_refusal,
+    is_write_refusal,
+)
 from thoughtline.worker.settings import Settings
 
 if TYPE_CHECKING:
@@ -181,82 +187,11 @@ end
 return results
 """
 )
-RECORD_FIELDS: Final = (b"record", b"id", b"format")
-"""The fields of a record output in their order: sent in the script's short form."""
-
-FORGET_CONSUMER_SCRIPT: Final = """
--- KEYS[1]: the input stream; ARGV: the group and the consumer. Deletes the consumer only if
--- it holds no pending entry (deleting it would make those entries unclaimable), atomically.
-if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) == 0 then
-  return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
-end
-return -1
-"""
-
-GROUP_SCRIPT: Final = (
-    STREAM_IDS_LUA
-    + """
--- KEYS[1]: the input stream; KEYS[2]: the committed ids; ARGV[1]: the group. Creates the group
--- unless it exists, at the low mark of the committed ids (every entry up to it is committed) or
--- at 0; returns the id it was created at, or false when it existed. An existing group is
--- found before anything is written: Redis refuses XGROUP CREATE at maxmemory even then.
-local input_type = redis.call('TYPE', KEYS[1])['ok']
-if input_type == 'stream' then
-  for _, found in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
-    if found[2] == ARGV[1] then
-      return false
-    end
-  end
-end
-local start = '0'
-local low = redis.call('ZRANGEBYSCORE', KEYS[2], -1, -1, 'LIMIT', 0, 1)[1]
-if low then
-  local last = '0-0'
-  if input_type == 'stream' then
-    local info = redis.call('XINFO', 'STREAM', KEYS[1])
-    for index = 1, #info, 2 do
-      if info[index] == 'last-generated-id' then
-        last = info[index + 1]
-      end
-    end
-  end
-  if id_less(last, low) then  -- not the stream these were committed from (deleted, then new)
-    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '+inf')
-  else
-    start = low
-  end
-end
-redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], start, 'MKSTREAM')
-return start
-"""
-)
-
-RedisClient = redis_asyncio.Redis | redis_asyncio.RedisCluster
-"""One server, or a cluster (THOUGHTLINE_REDIS_CLUSTER): every key here shares one slot."""
 MAX_SCRIPT_ARGUMENT_BYTES: Final = 16 * 1024 * 1024
 """One script call carries at most about this much (a single larger entry goes alone)."""
-RETRY_FIRST_SECONDS: Final = 0.1
-RETRY_MAX_SECONDS: Final = 5.0
 REFUSED_RETRY_MAX_SECONDS: Final = 1.0
 """A refused commit is retried at least this often: it resumes soon after the write works."""
 REFUSED_ATTEMPTS: Final = 3
-TRANSIENT_ERRORS: Final = (
-    redis_errors.ConnectionError,
-    redis_errors.TimeoutError,
-    redis_errors.BusyLoadingError,
-    OSError,
-)
-WRITE_REFUSALS: Final = (
-    redis_errors.OutOfMemoryError,
-    redis_errors.ReadOnlyError,
-    redis_errors.NoPermissionError,
-    redis_errors.TryAgainError,
-    redis_errors.ClusterDownError,
-    redis_errors.MasterDownError,
-)
-"""Redis refusing a write for now (maxmemory, a replica during a failover, an ACL, a cluster
-resharding): retried, never turned into a dead letter."""
-_REFUSAL_CODES: Final = ("WRONGTYPE ", "OOM ", "READONLY ", "MISCONF ", "NOREPLICAS ", "BUSY ")
 
 
 class GroupVanishedError(Exception):
@@ -266,21 +201,6 @@ class GroupVanishedError(Exception):
 def committed_key(settings: Settings) -> str:
     """The sorted set of what the commit script committed (see the module's docstring)."""
     return f"{settings.input_stream}:committed"
-
-
-def is_write_refusal(error: redis_errors.ResponseError) -> bool:
-    """Redis refused a write for a reason that can pass (see `WRITE_REFUSALS`), including an
-    output key that holds something other than a stream (`WRONGTYPE`, until it is put right)."""
-    return isinstance(error, WRITE_REFUSALS) or str(error).startswith(_REFUSAL_CODES)
-
-
-def describe_refusal(error: redis_errors.ResponseError) -> str:
-    """One line for logs and `/readyz`: Redis's own words (key names, never values)."""
-    code = getattr(error, "status_code", None)
-    text = " ".join(str(error).split())
-    if code and not text.startswith(str(code)):
-        text = f"{code} {text}"
-    return f"Redis refuses writes ({text[:200]})"
 
 
 class Committer:
@@ -342,18 +262,25 @@ class Committer:
         output_stream = self._keys[1]
         for outcome in outcomes:
             outputs = outcome.outputs
-            fields = outputs[0].fields
-            if len(outputs) == 1 and outputs[0].stream == output_stream and _is_record(fields):
-                arguments += [outcome.entry_id, b"R", fields[1], fields[3], fields[5]]
+            record = outputs[0]
+            if (
+                len(outputs) == 1
+                and isinstance(record, RecordOutput)
+                and not record.request
+                and record.stream == output_stream
+            ):
+                arguments += [outcome.entry_id, b"R"]
+                arguments += [record.record_json, record.record_id, record.format_name]
                 continue
             arguments += [outcome.entry_id, str(len(outputs)).encode()]
             for output in outputs:
-                arguments += [self._key_index[output.stream], str(len(output.fields)).encode()]
-                arguments += output.fields
+                fields = output.fields
+                arguments += [self._key_index[output.stream], str(len(fields)).encode()]
+                arguments += fields
         return arguments
 
     async def _run(self, arguments: list[bytes], entry_count: int) -> list[int]:
-        delay = RETRY_FIRST_SECONDS
+        backoff = Backoff()
         attempt = 1
         outcome_unknown = False  # an earlier attempt may have run: its reply was lost
         while True:
@@ -381,17 +308,14 @@ class Committer:
                     longest = REFUSED_RETRY_MAX_SECONDS
                 elif attempt >= REFUSED_ATTEMPTS:
                     raise
+                delay = min(backoff.delay, longest)
                 _log_retry("Redis refused to commit", error, attempt, entry_count, delay)
             except TRANSIENT_ERRORS as error:
                 outcome_unknown = True
+                delay = backoff.delay
                 _log_retry("Redis unreachable while committing", error, attempt, entry_count, delay)
-            await asyncio.sleep(min(delay, longest))
-            delay = min(delay * 2, longest)
+            await backoff.wait(at_most=longest)
             attempt += 1
-
-
-def _is_record(fields: list[bytes]) -> bool:
-    return len(fields) == 6 and (fields[0], fields[2], fields[4]) == RECORD_FIELDS
 
 
 def _log_retry(what: str, error: Exception, attempt: int, entry_count: int, delay: float) -> None:
@@ -418,117 +342,3 @@ def _chunks(outcomes: Sequence[Outcome]) -> Iterator[Sequence[Outcome]]:
         size += outcome_size
     if start < len(outcomes):
         yield outcomes[start:]
-
-
-async def forget_consumer(client: RedisClient, settings: Settings, consumer: str) -> bool:
-    """Delete this worker's consumer from the group if it holds nothing; True if deleted."""
-    result = await client.eval(
-        FORGET_CONSUMER_SCRIPT, 1, settings.input_stream, settings.group, consumer
-    )
-    return int(result) >= 0
-
-
-async def ensure_group(client: RedisClient, settings: Settings) -> str | None:
-    """Create the group unless it exists; the id it was created at, or None if it existed.
-
-    A new group starts at 0 (entries added before any worker ran are read too; FastStream would
-    create it at `$` and skip them), or, when the group was lost under retained entries, at the
-    low mark of what was committed (see the module's docstring). When the group exists nothing
-    is written, so this works while Redis is at `maxmemory`.
-    """
-    created = await client.eval(
-        GROUP_SCRIPT, 2, settings.input_stream, committed_key(settings), settings.group
-    )
-    if created is None:
-        return None
-    return created.decode() if isinstance(created, bytes) else str(created)
-
-
-async def group_state(client: RedisClient, settings: Settings) -> dict[str, Any] | None:
-    """The group's `XINFO GROUPS` entry (`pending`, `lag`, ...), or None if it does not exist."""
-    try:
-        groups = await client.xinfo_groups(settings.input_stream)
-    except redis_errors.ResponseError:  # no such stream
-        return None
-    for group in groups:
-        name = group["name"]
-        if (name.decode() if isinstance(name, bytes) else name) == settings.group:
-            found: dict[str, Any] = group
-            return found
-    return None
-
-
-async def claim_idle(
-    client: RedisClient, settings: Settings, consumer: str, cursor: bytes, count: int = 1
-) -> tuple[bytes, list[tuple[bytes, dict[bytes, bytes], int]]]:
-    """One `XAUTOCLAIM` page: (next cursor, [(entry id, fields, times delivered)]).
-
-    The delivery counts come from `XPENDING` right after the claim (which counted itself).
-    The worker claims one entry at a time: a claim counts a delivery, so an entry that kills
-    every worker reading it would otherwise drag its whole claimed page to the dead letters.
-    """
-    response = await client.xautoclaim(
-        settings.input_stream,
-        settings.group,
-        consumer,
-        min_idle_time=settings.min_idle_ms,
-        start_id=cursor,
-        count=count,
-    )
-    next_cursor: bytes = response[0]
-    claimed = [(entry_id, fields) for entry_id, fields in response[1] if entry_id is not None]
-    if len(claimed) < len(response[1]):  # Redis 6.2: nil for an entry deleted from the stream
-        await _acknowledge_deleted(client, settings, consumer, cursor, next_cursor, count)
-    if not claimed:
-        return next_cursor, []
-    async with client.pipeline(transaction=False) as pipeline:
-        for entry_id, _ in claimed:
-            pipeline.xpending_range(
-                settings.input_stream, settings.group, min=entry_id, max=entry_id, count=1
-            )
-        pending_lists = await pipeline.execute()
-    entries = []
-    for (entry_id, fields), pending in zip(claimed, pending_lists, strict=True):
-        times_delivered = int(pending[0]["times_delivered"]) if pending else 1
-        entries.append((entry_id, fields, times_delivered))
-    return next_cursor, entries
-
-
-async def _acknowledge_deleted(
-    client: RedisClient,
-    settings: Settings,
-    consumer: str,
-    start: bytes,
-    next_cursor: bytes,
-    count: int,
-) -> None:
-    """Acknowledge the entries Redis 6.2's XAUTOCLAIM just claimed as nil (deleted from the
-    stream: nothing can process them, and Redis 7 drops them from the pending list itself).
-
-    Redis 6.2 does not say which ids they were: they are this consumer's pending entries in the
-    claimed range that the stream no longer holds.
-    """
-    end = b"+" if next_cursor == b"0-0" else b"(" + next_cursor
-    pending = await client.xpending_range(
-        settings.input_stream,
-        settings.group,
-        min=start,
-        max=end,
-        count=count + 1000,
-        consumername=consumer,
-    )
-    ids = [item["message_id"] for item in pending]
-    if not ids:
-        return
-    async with client.pipeline(transaction=False) as pipeline:
-        for entry_id in ids:
-            pipeline.xrange(settings.input_stream, min=entry_id, max=entry_id, count=1)
-        found = await pipeline.execute()
-    deleted = [entry_id for entry_id, entries in zip(ids, found, strict=True) if not entries]
-    if deleted:
-        await client.xack(settings.input_stream, settings.group, *deleted)
-        logger.warning(
-            "acknowledged %d pending entries deleted from %s (nothing left to process)",
-            len(deleted),
-            settings.input_stream,
-        )

@@ -1,0 +1,44 @@
+"""The one backoff every retry loop of the worker waits with."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from thoughtline.worker import retry
+from thoughtline.worker.retry import Backoff
+
+
+def test_the_delay_doubles_up_to_the_longest_and_resets() -> None:
+    backoff = Backoff(first=0.1, longest=0.5)
+    assert [backoff.delay, backoff.grow(), backoff.grow(), backoff.grow(), backoff.grow()] == [
+        0.1,
+        0.2,
+        0.4,
+        0.5,
+        0.5,
+    ]
+    backoff.reset()
+    assert backoff.delay == 0.1
+
+
+def test_wait_sleeps_the_delay_capped_by_at_most_then_doubles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(retry.asyncio, "sleep", sleep)
+    backoff = Backoff(first=0.4, longest=5.0)
+    asyncio.run(backoff.wait())
+    asyncio.run(backoff.wait(at_most=0.5))
+    assert slept == [0.4, 0.5]
+    assert backoff.delay == 1.6
+
+
+def test_the_defaults_are_read_when_a_backoff_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(retry, "RETRY_FIRST_SECONDS", 0.01)
+    assert Backoff().delay == 0.01
