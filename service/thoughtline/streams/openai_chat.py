@@ -69,6 +69,7 @@ class _Chunk(msgspec.Struct):
     choices: list[RawObject] | None = None
     usage: msgspec.Raw = msgspec.Raw()
     error: msgspec.Raw = msgspec.Raw()
+    x_groq: msgspec.Raw = msgspec.Raw()  # Groq's; its `usage` may be the stream's only one
 
 
 class _State:
@@ -76,6 +77,7 @@ class _State:
         self.response: RawObject = {}
         self.choice: RawObject = {}
         self.usage: msgspec.Raw | None = None
+        self.groq_usage: msgspec.Raw | None = None
         self.message = MessageAssembler()
         self.finished = False
         self.added: list[list[Added]] = []
@@ -113,6 +115,10 @@ def _read_chunk(chunk: Chunk, state: _State, assembly: Assembly) -> list[Added]:
     merge_last_wins(state.response, fields, frozenset({"error"}))
     if present(view.usage):
         state.usage = view.usage
+    if present(view.x_groq):
+        groq_usage = _groq_usage(view.x_groq)
+        if groq_usage is not None:
+            state.groq_usage = groq_usage
     choice = _first_choice(view.choices or [])
     if choice is None:
         return []
@@ -121,6 +127,13 @@ def _read_chunk(chunk: Chunk, state: _State, assembly: Assembly) -> list[Added]:
         state.finished = True
     delta = read_object(choice.get("delta", msgspec.Raw()))
     return state.message.add(delta) if delta is not None else []
+
+
+def _groq_usage(raw: msgspec.Raw) -> msgspec.Raw | None:
+    """`x_groq.usage`, when `x_groq` is an object holding one (not null)."""
+    extra = read_object(raw)
+    usage = extra.get("usage") if extra is not None else None
+    return usage if usage is not None and present(usage) else None
 
 
 def _first_choice(choices: list[RawObject]) -> RawObject | None:
@@ -237,8 +250,11 @@ def _body(state: _State, complete: bool) -> bytes:
     body: dict[str, Any] = dict(state.response)
     body["object"] = encode("chat.completion")
     body["choices"] = [choice]
-    if state.usage is not None and complete:
-        body["usage"] = state.usage
+    # A top-level `usage` is the stream's; Groq's `x_groq.usage` stands in only where no chunk
+    # had one (the non-streamed body carries it at the top level).
+    usage = state.usage if state.usage is not None else state.groq_usage
+    if usage is not None and complete:
+        body["usage"] = usage
     else:
         body.pop("usage", None)
     return msgspec.json.encode(body)
