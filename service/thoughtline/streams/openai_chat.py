@@ -100,7 +100,10 @@ def assemble(
         state.added.append(_read_chunk(chunk, state, assembly))
     assembly.complete = (state.finished or done_marker) and assembly.error_code is None
     assembly.pieces = _pieces(state, visible_sources)
-    assembly.body = _body(state, assembly.complete)
+    # An error event ends the stream as its last word: the usage sent with it (OpenRouter's
+    # mid-stream errors carry the tokens spent so far) is the provider's final count.
+    ended = assembly.complete or assembly.error_code is not None
+    assembly.body = _body(state, assembly.complete, keep_usage=ended)
     return assembly
 
 
@@ -240,7 +243,7 @@ def _thinking_sources(message: MessageAssembler) -> frozenset[str]:
     return frozenset({"reasoning_details", "thinking_chunk", "thought"})
 
 
-def _body(state: _State, complete: bool) -> bytes:
+def _body(state: _State, complete: bool, *, keep_usage: bool) -> bytes:
     layout = _thought_layout(state.message)
     content = layout.text if layout is not None and layout.tags_added else None
     choice: dict[str, Any] = {"index": encode(0), "message": state.message.message(content)}
@@ -253,7 +256,7 @@ def _body(state: _State, complete: bool) -> bytes:
     # A top-level `usage` is the stream's; Groq's `x_groq.usage` stands in only where no chunk
     # had one (the non-streamed body carries it at the top level).
     usage = state.usage if state.usage is not None else state.groq_usage
-    if usage is not None and complete:
+    if usage is not None and keep_usage:
         body["usage"] = usage
     else:
         body.pop("usage", None)
