@@ -6,7 +6,11 @@ Follows https://platform.openai.com/docs/api-reference/chat-streaming: each
 the turn, an optional last chunk (`stream_options.include_usage`) holds `usage` with empty
 `choices`, and SSE recordings end with `[DONE]`. The terminal event is a `finish_reason` or the
 `[DONE]` sentinel. A chunk with a top-level `error` (OpenRouter's mid-stream error) ends the
-stream with an error. Only choice 0 counts; `chat_message` merges its deltas.
+stream with an error, and the `usage` it carries is the stream's. Only choice 0 counts;
+`chat_message` merges its deltas.
+
+The stream's usage is the last top-level `usage` of any chunk (vendors put it in the finish
+chunk, in a chunk after it, or a running total in every chunk), else Groq's `x_groq.usage`.
 
 Mistral streams are the same chunks, `delta.content` being a list of chunks while it thinks:
 one assembler serves both formats, and the body is read by the format's own module.
