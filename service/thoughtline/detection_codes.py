@@ -59,6 +59,10 @@ MALFORMED_PART: Final[dict[str, str]] = {
     "redacted_without_data": "a redacted reasoning block without its encrypted data to replay",
     "reasoning_not_string": "a native reasoning field that is not a string: it adds no thinking",
     "usage_inconsistent": "the provider's total tokens differ from its input + output",
+    "usage_impossible": (
+        "a count above the count that includes it (reasoning tokens above output tokens, cache "
+        "reads above input tokens): the provider or a gateway miscounted; the counts are kept"
+    ),
     "truncated_stream": (
         "a recorded stream cut before its terminal event: usage and finish reason are null"
     ),
@@ -89,6 +93,7 @@ DetectionCode = Literal[
     "redacted_without_data",
     "reasoning_not_string",
     "usage_inconsistent",
+    "usage_impossible",
     "truncated_stream",
     "stream_error",
     "invalid_chunk",

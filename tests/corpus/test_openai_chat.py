@@ -17,7 +17,7 @@ import msgspec
 import pytest
 
 import thoughtline
-from tests.corpus.notes import bodies, expected_block
+from tests.corpus.notes import bodies, corpus_dir, expected_block
 
 pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 
@@ -240,3 +240,61 @@ def _assert_text(actual: str | None, expected: Text | None) -> None:
     length, start, end = expected
     assert actual is not None
     assert (len(actual), actual[: len(start)], actual[-len(end) :]) == (length, start, end)
+
+
+CHAT_RECORDINGS = sorted(
+    path
+    for name in ("openai-chat", "openai-compat")
+    for path in corpus_dir(name).glob("*")
+    if path.suffix in (".json", ".jsonl", ".sse")
+)
+
+
+@pytest.mark.parametrize(
+    "recording",
+    CHAT_RECORDINGS,
+    ids=[f"{path.parent.name}/{path.name}" for path in CHAT_RECORDINGS],
+)
+def test_chat_corpus_usage_reads_as_the_vendor_table_says(recording: Path) -> None:
+    """The README's vendor table, applied by hand to the recorded usage object: the stream's
+    last top-level `usage` (else Groq's `x_groq.usage`), output = completion (plus the
+    reasoning only where the total counts it beside the completion), cached reads from the
+    details, DeepSeek's hit count or the top-level `cached_tokens`."""
+    native = _recorded_usage(recording)
+    record = thoughtline.normalize(recording.read_bytes())
+    assert json.loads(bytes(record.native_usage or b"null")) == native
+    prompt, completion = native["prompt_tokens"], native["completion_tokens"]
+    total = native.get("total_tokens")
+    reasoning = (native.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    output = completion
+    if reasoning and total == prompt + completion + reasoning:
+        output = completion + reasoning
+    cached = (native.get("prompt_tokens_details") or {}).get("cached_tokens")
+    for name in ("prompt_cache_hit_tokens", "cached_tokens"):
+        cached = native.get(name) if cached is None else cached
+    usage = record.usage
+    assert (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+        usage.cached_input_tokens,
+        usage.total_tokens,
+    ) == (prompt, output, reasoning, cached, total if total is not None else prompt + output)
+    usage_codes = {"usage_inconsistent", "usage_impossible", "invalid_usage"}
+    assert not [found for found in record.detections if found.code in usage_codes]
+
+
+def _recorded_usage(recording: Path) -> dict[str, object]:
+    """The usage object of a body, or the one a stream ends with (decoded independently)."""
+    text = recording.read_text()
+    if recording.suffix == ".json":
+        usage: dict[str, object] = json.loads(text)["usage"]
+        return usage
+    lines = [line.removeprefix("data:").strip() for line in text.splitlines()]
+    chunks = [json.loads(line) for line in lines if line.startswith("{")]
+    top = [chunk["usage"] for chunk in chunks if chunk.get("usage")]
+    groq = [
+        chunk["x_groq"]["usage"] for chunk in chunks if (chunk.get("x_groq") or {}).get("usage")
+    ]
+    found: dict[str, object] = (top or groq)[-1]
+    return found

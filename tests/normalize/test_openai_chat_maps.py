@@ -151,3 +151,78 @@ def test_payload_with_nothing_usable_is_invalid(payload: bytes) -> None:
     with pytest.raises(NormalizeError) as caught:
         thoughtline.normalize(payload, "openai_chat")
     assert caught.value.reason == "invalid_payload"
+
+
+def _reasoning_usage(prompt: int, completion: int, reasoning: int, total: int | None) -> Any:
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
+    }
+    if total is not None:
+        usage["total_tokens"] = total
+    return usage
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected", "codes"),
+    [
+        # OpenAI's contract: the reasoning is inside completion_tokens.
+        (_reasoning_usage(10, 50, 30, 60), (10, 50, 30, None, 60), []),
+        # The total counts the reasoning beside the completion (xAI): output adds it.
+        (_reasoning_usage(12, 1, 228, 241), (12, 229, 228, None, 241), []),
+        # Both readings fit only when the reasoning is zero: nothing to add.
+        (_reasoning_usage(10, 5, 0, 15), (10, 5, 0, None, 15), []),
+        # No total: the payload cannot tell, read as OpenAI's; reasoning above output is flagged.
+        (_reasoning_usage(10, 9, 69, None), (10, 9, 69, None, 19), ["usage_impossible"]),
+        # A total of prompt + completion with more reasoning than completion: a miscount.
+        (_reasoning_usage(43, 10, 11, 53), (43, 10, 11, None, 53), ["usage_impossible"]),
+        # A total matching neither reading: counts as given, both findings.
+        (
+            _reasoning_usage(10, 9, 69, 100),
+            (10, 9, 69, None, 100),
+            ["usage_inconsistent", "usage_impossible"],
+        ),
+        # A total above prompt + completion with no reasoning count: the gap stays a gap.
+        (
+            {"prompt_tokens": 35, "completion_tokens": 12, "total_tokens": 109},
+            (35, 12, None, None, 109),
+            ["usage_inconsistent"],
+        ),
+        # Cache reads above the input they are part of.
+        (
+            {
+                "prompt_tokens": 4142,
+                "completion_tokens": 254,
+                "total_tokens": 4396,
+                "prompt_tokens_details": {"cached_tokens": 4328},
+            },
+            (4142, 254, None, 4328, 4396),
+            ["usage_impossible"],
+        ),
+    ],
+    ids=[
+        "reasoning-inside-completion",
+        "reasoning-beside-completion",
+        "zero-reasoning",
+        "no-total-reasoning-above-output",
+        "reasoning-above-output",
+        "total-fits-neither",
+        "hidden-gap-without-reasoning-count",
+        "cache-reads-above-input",
+    ],
+)
+def test_usage_arithmetic(
+    usage: dict[str, Any], expected: tuple[int | None, ...], codes: list[str]
+) -> None:
+    record = thoughtline.normalize(_chat(usage=usage), "openai_chat")
+    mapped = record.usage
+    assert (
+        mapped.input_tokens,
+        mapped.output_tokens,
+        mapped.reasoning_tokens,
+        mapped.cached_input_tokens,
+        mapped.total_tokens,
+    ) == expected
+    assert [detection.code for detection in record.detections] == codes
+    assert all(detection.path == "usage" for detection in record.detections)

@@ -179,8 +179,11 @@ def build_record(
     if _has_negative_count(usage):  # a count below zero is no count: null them all, as
         detections.append(malformed("invalid_usage", turn.usage_path))  # formats do for
         usage = Usage()  # non-integers; native_usage keeps what the provider sent
-    elif _usage_inconsistent(usage):
-        detections.append(malformed("usage_inconsistent", turn.usage_path))
+    else:
+        if _usage_inconsistent(usage):
+            detections.append(malformed("usage_inconsistent", turn.usage_path))
+        if _usage_impossible(usage):
+            detections.append(malformed("usage_impossible", turn.usage_path))
     finish_reason = turn.finish_reason
     if finish_reason == "stop" and turn.tool_calls:
         finish_reason = "tool_calls"
@@ -227,6 +230,17 @@ def _usage_inconsistent(usage: Usage) -> bool:
     if total is None or input_tokens is None or output_tokens is None:
         return False
     return total != input_tokens + output_tokens
+
+
+def _usage_impossible(usage: Usage) -> bool:
+    """A part above its whole: reasoning is part of output, cache reads are part of input."""
+    return _above(usage.reasoning_tokens, usage.output_tokens) or _above(
+        usage.cached_input_tokens, usage.input_tokens
+    )
+
+
+def _above(part: int | None, whole: int | None) -> bool:
+    return part is not None and whole is not None and part > whole
 
 
 def _with_total(usage: Usage) -> Usage:

@@ -202,7 +202,15 @@ def read_turn(
 
 
 def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
-    """prompt/completion/total, reasoning from the completion details, cached from the prompt's."""
+    """prompt/completion/total, reasoning from the completion details, cached from the prompt's.
+
+    `completion_tokens` includes the reasoning tokens (OpenAI's contract, and what most
+    compatible servers do), except where the payload's own arithmetic says otherwise: a
+    `total_tokens` equal to prompt + completion + reasoning (with reasoning above zero) means
+    the reasoning was counted beside the completion (xAI; gateways relaying such counts), so
+    output is completion + reasoning. With no total the payload cannot tell: it is read as
+    OpenAI's. The vendor table in the README lists who does what.
+    """
     usage = view_or_detect(raw_usage, UsageView, "invalid_usage", "usage", detections)
     if usage is None:
         return Usage()
@@ -213,10 +221,11 @@ def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
         cached = usage.prompt_cache_hit_tokens
     if cached is None:
         cached = usage.cached_tokens
+    reasoning = completion_details.reasoning_tokens if completion_details else None
     return Usage(
         input_tokens=usage.prompt_tokens,
-        output_tokens=usage.completion_tokens,
-        reasoning_tokens=completion_details.reasoning_tokens if completion_details else None,
+        output_tokens=_output_tokens(usage, reasoning),
+        reasoning_tokens=reasoning,
         cached_input_tokens=cached,
         total_tokens=usage.total_tokens,
     )
@@ -374,3 +383,13 @@ def _reasoning_details_texts(raw_details: msgspec.Raw, texts: ContentTexts) -> l
         elif value is not None:
             texts.detections.append(malformed("text_not_string", f"{entry_path}.{field}"))
     return blocks
+
+
+def _output_tokens(usage: UsageView, reasoning: int | None) -> int | None:
+    """`completion_tokens`, plus the reasoning when the total counts it apart from them."""
+    prompt, completion, total = usage.prompt_tokens, usage.completion_tokens, usage.total_tokens
+    if prompt is None or completion is None or reasoning is None or total is None:
+        return completion
+    if reasoning > 0 and total == prompt + completion + reasoning:
+        return completion + reasoning
+    return completion

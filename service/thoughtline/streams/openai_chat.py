@@ -6,7 +6,11 @@ Follows https://platform.openai.com/docs/api-reference/chat-streaming: each
 the turn, an optional last chunk (`stream_options.include_usage`) holds `usage` with empty
 `choices`, and SSE recordings end with `[DONE]`. The terminal event is a `finish_reason` or the
 `[DONE]` sentinel. A chunk with a top-level `error` (OpenRouter's mid-stream error) ends the
-stream with an error. Only choice 0 counts; `chat_message` merges its deltas.
+stream with an error, and the `usage` it carries is the stream's. Only choice 0 counts;
+`chat_message` merges its deltas.
+
+The stream's usage is the last top-level `usage` of any chunk (vendors put it in the finish
+chunk, in a chunk after it, or a running total in every chunk), else Groq's `x_groq.usage`.
 
 Mistral streams are the same chunks, `delta.content` being a list of chunks while it thinks:
 one assembler serves both formats, and the body is read by the format's own module.
@@ -69,6 +73,7 @@ class _Chunk(msgspec.Struct):
     choices: list[RawObject] | None = None
     usage: msgspec.Raw = msgspec.Raw()
     error: msgspec.Raw = msgspec.Raw()
+    x_groq: msgspec.Raw = msgspec.Raw()  # Groq's; its `usage` may be the stream's only one
 
 
 class _State:
@@ -76,6 +81,7 @@ class _State:
         self.response: RawObject = {}
         self.choice: RawObject = {}
         self.usage: msgspec.Raw | None = None
+        self.groq_usage: msgspec.Raw | None = None
         self.message = MessageAssembler()
         self.finished = False
         self.added: list[list[Added]] = []
@@ -98,7 +104,10 @@ def assemble(
         state.added.append(_read_chunk(chunk, state, assembly))
     assembly.complete = (state.finished or done_marker) and assembly.error_code is None
     assembly.pieces = _pieces(state, visible_sources)
-    assembly.body = _body(state, assembly.complete)
+    # An error event ends the stream as its last word: the usage sent with it (OpenRouter's
+    # mid-stream errors carry the tokens spent so far) is the provider's final count.
+    ended = assembly.complete or assembly.error_code is not None
+    assembly.body = _body(state, assembly.complete, keep_usage=ended)
     return assembly
 
 
@@ -113,6 +122,10 @@ def _read_chunk(chunk: Chunk, state: _State, assembly: Assembly) -> list[Added]:
     merge_last_wins(state.response, fields, frozenset({"error"}))
     if present(view.usage):
         state.usage = view.usage
+    if present(view.x_groq):
+        groq_usage = _groq_usage(view.x_groq)
+        if groq_usage is not None:
+            state.groq_usage = groq_usage
     choice = _first_choice(view.choices or [])
     if choice is None:
         return []
@@ -121,6 +134,13 @@ def _read_chunk(chunk: Chunk, state: _State, assembly: Assembly) -> list[Added]:
         state.finished = True
     delta = read_object(choice.get("delta", msgspec.Raw()))
     return state.message.add(delta) if delta is not None else []
+
+
+def _groq_usage(raw: msgspec.Raw) -> msgspec.Raw | None:
+    """`x_groq.usage`, when `x_groq` is an object holding one (not null)."""
+    extra = read_object(raw)
+    usage = extra.get("usage") if extra is not None else None
+    return usage if usage is not None and present(usage) else None
 
 
 def _first_choice(choices: list[RawObject]) -> RawObject | None:
@@ -227,7 +247,7 @@ def _thinking_sources(message: MessageAssembler) -> frozenset[str]:
     return frozenset({"reasoning_details", "thinking_chunk", "thought"})
 
 
-def _body(state: _State, complete: bool) -> bytes:
+def _body(state: _State, complete: bool, *, keep_usage: bool) -> bytes:
     layout = _thought_layout(state.message)
     content = layout.text if layout is not None and layout.tags_added else None
     choice: dict[str, Any] = {"index": encode(0), "message": state.message.message(content)}
@@ -237,8 +257,11 @@ def _body(state: _State, complete: bool) -> bytes:
     body: dict[str, Any] = dict(state.response)
     body["object"] = encode("chat.completion")
     body["choices"] = [choice]
-    if state.usage is not None and complete:
-        body["usage"] = state.usage
+    # A top-level `usage` is the stream's; Groq's `x_groq.usage` stands in only where no chunk
+    # had one (the non-streamed body carries it at the top level).
+    usage = state.usage if state.usage is not None else state.groq_usage
+    if usage is not None and keep_usage:
+        body["usage"] = usage
     else:
         body.pop("usage", None)
     return msgspec.json.encode(body)

@@ -19,7 +19,7 @@ from thoughtline.streams.framing import Framed, frame
 
 __all__ = ["read_stream", "stream_deltas", "whole_body_delta"]
 
-_CUT_DETECTIONS: Final = frozenset({"usage_inconsistent"})
+_CUT_DETECTIONS: Final = frozenset({"usage_inconsistent", "usage_impossible"})
 """Detections about usage that a cut stream no longer reports."""
 
 
