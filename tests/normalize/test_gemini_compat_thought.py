@@ -66,10 +66,12 @@ def test_several_thought_blocks_join_with_one_lf_and_make_one_detection() -> Non
     assert record.detections == [THOUGHT_IN_CONTENT]
 
 
-def test_a_marked_content_without_tags_is_all_thought() -> None:
-    record = _read(_body("Only thinking so far.", MARKED))
-    assert (record.content, record.thinking) == ("", "Only thinking so far.")
-    assert record.detections == [THOUGHT_IN_CONTENT]
+def test_a_marked_content_without_tags_is_the_answer() -> None:
+    # Gemini marks plain answers that carry a thought signature too (a recorded reply: golden
+    # pair gemini-compat-marked-answer-without-tags): the tags decide, not the marker.
+    record = _read(_body("The current time is Noon.", MARKED))
+    assert (record.content, record.thinking) == ("The current time is Noon.", None)
+    assert record.detections == []
 
 
 def test_an_unclosed_thought_runs_to_the_end() -> None:
@@ -171,19 +173,15 @@ def test_tags_split_across_deltas_are_still_cut_out() -> None:
     assert_deltas_add_up(payload, record, 5)
 
 
-def test_marked_deltas_without_tags_are_thought_up_to_the_first_unmarked_one() -> None:
+def test_marked_deltas_without_tags_are_the_answer() -> None:
     payload = _stream(
-        {"role": "assistant", "content": "First plan. ", "extra_content": MARKED},
-        {"content": "Still planning.", "extra_content": MARKED},
-        {"content": "Answer one. "},
-        {"content": "Second plan.", "extra_content": MARKED},
-        {"content": "Answer two."},
+        {"role": "assistant", "content": "The current ", "extra_content": MARKED},
+        {"content": "time is Noon.", "extra_content": MARKED},
     )
     record = _read(payload)
-    assert record.content == "Answer one. Answer two."
-    assert record.thinking == "First plan. Still planning.\nSecond plan."
-    assert record.detections == [THOUGHT_IN_CONTENT]
-    assert_deltas_add_up(payload, record, 6)
+    assert (record.content, record.thinking) == ("The current time is Noon.", None)
+    assert record.detections == []
+    assert_deltas_add_up(payload, record, 3)
 
 
 def test_an_unmarked_stream_keeps_its_content() -> None:

@@ -17,9 +17,12 @@ Gemini's OpenAI-compatible endpoint (https://ai.google.dev/gemini-api/docs/opena
 `include_thoughts`) writes its thought summaries into `content` between `<thought>` and
 `</thought>`, and marks the message with `extra_content: {"google": {"thought": true}}`. On a
 message so marked (JSON `true`, strictly) the `<thought>` blocks of a string `content` are
-native thinking, verbatim, one block each; a marked content with no `<thought>` at all is one
-block. The rest is visible text, and one `thought_in_content` detection says that a consumer
-reading `content` would have shown the thought. A marker of another type is
+native thinking, verbatim, one block each; the rest is visible text. The tags decide, not the
+marker: Gemini also marks a plain answer that carries a thought signature (recorded:
+`{"content": "The current time is Noon.", "extra_content": {"google": {"thought": true,
+"thought_signature": ...}}}`), so a marked content with no `<thought>` is read as an unmarked
+one. Where thought blocks were cut out, one `thought_in_content` detection says that a
+consumer reading `content` would have shown the thought. A marker of another type is
 `thought_not_boolean` and marks nothing. `extra_content.google.thought_signature`, on the
 message or on a tool call (https://ai.google.dev/gemini-api/docs/thought-signatures), stays in
 the raw message, byte for byte.
@@ -293,10 +296,10 @@ def thought_spans(text: str) -> list[ThoughtSpan]:
     """A thought-marked `content` cut into thought and visible spans, in order.
 
     Each `<thought>` opens a block that its `</thought>` closes (an opener never closed runs to
-    the end); text outside the blocks is visible. Text with no opener at all is one block.
+    the end); text outside the blocks is visible. Text with no opener is all visible.
     """
     if THOUGHT_OPENER not in text:
-        return [ThoughtSpan(0, len(text), 0)] if text else []
+        return [ThoughtSpan(0, len(text), None)] if text else []
     spans: list[ThoughtSpan] = []
     position = block = 0
     while position < len(text):
@@ -336,7 +339,8 @@ def _marks_thought(message: MessageView, detections: list[Detection]) -> bool:
     thought = extra.google.thought if extra.google is not None else None
     if thought is not None and not isinstance(thought, bool):
         detections.append(malformed("thought_not_boolean", _THOUGHT_MARKER_PATH))
-    return thought is True and isinstance(message.content, str)
+    content = message.content
+    return thought is True and isinstance(content, str) and THOUGHT_OPENER in content
 
 
 def _read_thought_content(content: str, texts: ContentTexts) -> None:

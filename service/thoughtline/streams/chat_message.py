@@ -125,8 +125,8 @@ class MessageAssembler:
         self.tool_calls: dict[int, MergedObject] = {}
         self.details: dict[tuple[Any, ...], MergedObject] = {}
         self.extra_content: MergedObject | None = None
-        self.content_fragments: list[tuple[str, msgspec.Raw | None]] = []
-        """Each non-empty string `content` fragment, with its delta's `extra_content`."""
+        self.content_fragments: list[str] = []
+        """Each non-empty string `content` fragment, in order."""
         self.others: RawObject = {}
 
     def add(self, delta: RawObject) -> list[Added]:
@@ -138,7 +138,7 @@ class MessageAssembler:
             if key == "content" and bytes(raw)[:1] == b"[":
                 added.extend(self._add_content_list(read_list(raw)))
             elif key in STREAMED_STRINGS:
-                added.extend(self._add_string(key, raw, delta.get("extra_content")))
+                added.extend(self._add_string(key, raw))
             elif key == "tool_calls":
                 self._add_tool_calls(read_list(raw))
             elif key == "reasoning_details":
@@ -152,15 +152,12 @@ class MessageAssembler:
                 self.others[key] = raw  # the merged list replaces it; kept when none came
         return added
 
-    def message(self, content: str | None = None) -> msgspec.Raw:
-        """The merged message; `content`, when given, is written instead of the merged string
-        (the fragments with the tags Gemini's body would hold around its thought)."""
+    def message(self) -> msgspec.Raw:
+        """The merged message."""
         result: dict[str, Any] = {}
         for key in self.order:
             if key == "content" and self.content_is_list:
                 result[key] = [run.part() for run in self.runs]
-            elif key == "content" and content is not None:
-                result[key] = encode(content)
             elif key in self.strings:
                 result[key] = self.strings[key].value()
             elif key == "extra_content" and self.extra_content is not None:
@@ -174,9 +171,7 @@ class MessageAssembler:
                 result[key] = self.others.get(key, msgspec.Raw(b"null"))
         return encode(result)
 
-    def _add_string(
-        self, key: str, raw: msgspec.Raw, extra_content: msgspec.Raw | None
-    ) -> list[Added]:
+    def _add_string(self, key: str, raw: msgspec.Raw) -> list[Added]:
         text = read_string(raw)
         if text is None:
             if present(raw):  # not a string: kept whole, the format module reports it
@@ -187,7 +182,7 @@ class MessageAssembler:
             return [Added("content", 0, text)]
         self.strings.setdefault(key, TextField()).add(raw, text)
         if key == "content" and text:
-            self.content_fragments.append((text, extra_content))
+            self.content_fragments.append(text)
             return [Added(key, len(self.content_fragments) - 1, text)]
         return [Added(key, key, text)]
 

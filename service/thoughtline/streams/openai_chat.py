@@ -18,10 +18,11 @@ one assembler serves both formats, and the body is read by the format's own modu
 Gemini marks each delta of its thought with `extra_content.google.thought: true`, the text in
 `content` carrying the `<thought>` tags of Google's non-streamed body (the first thought delta
 opens with `<thought>`, the first unmarked one with `</thought>`): the content is the plain
-concatenation. A marked stream whose content holds no tag at all gets them written around each
-marked run, as the body would hold them. Each chunk's content then goes to thinking or to the
-visible text exactly where `openai_chat.thought_spans` cuts the assembled content, so the
-deltas add up to the body's record.
+concatenation. As in the body, the tags decide: a marked stream whose content holds no
+`<thought>` is read as an unmarked one (Gemini also marks plain answers that carry a thought
+signature). Each chunk's content goes to thinking or to the visible text exactly where
+`openai_chat.thought_spans` cuts the assembled content, so the deltas add up to the body's
+record.
 """
 
 from __future__ import annotations
@@ -33,13 +34,11 @@ import msgspec
 
 from thoughtline.formats.compose import present
 from thoughtline.formats.openai_chat import (
-    THOUGHT_CLOSER,
     THOUGHT_OPENER,
     ThoughtSpan,
     thought_spans,
 )
 from thoughtline.streams.base import (
-    NULL,
     Assembly,
     Chunk,
     Piece,
@@ -66,7 +65,6 @@ class ThoughtLayout(NamedTuple):
 
     text: str
     offsets: list[int]
-    tags_added: bool
 
 
 class _Chunk(msgspec.Struct):
@@ -204,34 +202,20 @@ def _split_thought(
 
 def _thought_layout(message: MessageAssembler) -> ThoughtLayout | None:
     """The content as `openai_chat.read_message` will cut it, when the message is marked
-    thought; None for an unmarked message or a list `content`.
-
-    The fragments concatenate; when none holds a `<thought>` or `</thought>` tag, each run of
-    marked fragments is wrapped in them (the only tags in the text: nothing else is cut)."""
+    thought and its content holds a `<thought>`; None otherwise (an unmarked message, a list
+    `content`, or a marked one with no tag: read as unmarked, as the body is)."""
     google = message.extra_content.children.get("google") if message.extra_content else None
     if message.content_is_list or google is None or not _is_true(google.fields.get("thought")):
         return None
-    whole = "".join(text for text, _ in message.content_fragments)
-    tagged = THOUGHT_OPENER in whole or THOUGHT_CLOSER in whole
-    parts: list[str] = []
+    text = "".join(message.content_fragments)
+    if THOUGHT_OPENER not in text:
+        return None
     offsets: list[int] = []
     length = 0
-    in_thought = False
-    for text, extra_content in message.content_fragments:
-        marked = _is_true(_google_thought(extra_content))
-        tag = ""
-        if not tagged and marked != in_thought:
-            tag, in_thought = (THOUGHT_OPENER if marked else THOUGHT_CLOSER), marked
-        offsets.append(length + len(tag))
-        parts.extend((tag, text))
-        length += len(tag) + len(text)
-    return ThoughtLayout("".join(parts), offsets, tags_added=length > len(whole))
-
-
-def _google_thought(extra_content: msgspec.Raw | None) -> msgspec.Raw | None:
-    fields = read_object(extra_content) if extra_content is not None else None
-    google = read_object(fields.get("google", NULL)) if fields is not None else None
-    return google.get("thought") if google is not None else None
+    for fragment in message.content_fragments:
+        offsets.append(length)
+        length += len(fragment)
+    return ThoughtLayout(text, offsets)
 
 
 def _is_true(raw: msgspec.Raw | None) -> bool:
@@ -248,9 +232,7 @@ def _thinking_sources(message: MessageAssembler) -> frozenset[str]:
 
 
 def _body(state: _State, complete: bool, *, keep_usage: bool) -> bytes:
-    layout = _thought_layout(state.message)
-    content = layout.text if layout is not None and layout.tags_added else None
-    choice: dict[str, Any] = {"index": encode(0), "message": state.message.message(content)}
+    choice: dict[str, Any] = {"index": encode(0), "message": state.message.message()}
     choice.update(state.choice)
     if not complete:
         choice["finish_reason"] = None
