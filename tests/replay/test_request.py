@@ -80,15 +80,16 @@ def test_an_assistant_message_that_only_talks_about_delimiters_is_not_flagged(
     assert codes(chat_request({"role": "assistant", "content": content})) == []
 
 
-def test_inline_tags_in_a_user_message_are_not_flagged() -> None:
-    """A user may well write about `<think>` tags; only what the model said is checked."""
-    assert codes(chat_request({"role": "user", "content": "Use <think></think> tags"})) == []
+def test_a_user_message_naming_tags_mid_text_is_not_flagged() -> None:
+    """A user may well write about `<think>` tags; a tag opener mid-text is ordinary text."""
+    assert codes(chat_request({"role": "user", "content": "Use <think>x</think> tags"})) == []
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
-def test_a_chat_reasoning_field_on_an_assistant_message_is_flagged(field: str) -> None:
+def test_a_chat_reasoning_field_on_a_mistral_assistant_message_is_flagged(field: str) -> None:
+    """Mistral's own reasoning is `thinking` chunks; it has no such field to read it from."""
     body = chat_request({"role": "assistant", "content": "Paris.", field: THINKING})
-    assert codes(body, "openai_chat") == [
+    assert codes(body, "mistral") == [
         ("leaked_thought", "replayed_reasoning", f"messages[1].{field}")
     ]
 
@@ -205,13 +206,16 @@ def test_a_message_sharing_one_drafted_line_with_the_thinking_is_not_flagged() -
     assert codes(body) == []
 
 
-def test_history_fingerprints_cover_assistant_messages_only() -> None:
+def test_history_fingerprints_cover_assistant_and_user_messages_only() -> None:
     body = chat_request(
-        {"role": "assistant", "content": THINKING}, {"role": "user", "content": THINKING}
+        {"role": "assistant", "content": THINKING},
+        {"role": "user", "content": THINKING},
+        {"role": "system", "content": THINKING},
+        {"role": "tool", "tool_call_id": "c", "content": THINKING},
     )
     inspection = inspect_request(json.dumps(body).encode())
-    assert {item.path for item in inspection.history_fingerprints} == {"messages[1]"}
-    assert len(inspection.history_fingerprints) == 2
+    assert {item.path for item in inspection.history_fingerprints} == {"messages[1]", "messages[2]"}
+    assert len(inspection.history_fingerprints) == 4
 
 
 @pytest.mark.parametrize(

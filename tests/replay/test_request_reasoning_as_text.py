@@ -127,27 +127,49 @@ def marked_and_text(fmt: str, reasoning: str, text: str) -> dict[str, Any]:
     """A model turn sending `reasoning` under the format's marker and `text` as its answer."""
     if fmt == "gemini":
         parts = [{"text": reasoning, "thought": True}, {"text": text}]
-        return {"contents": [{"role": "user", "parts": [{"text": "q"}]}, {"role": "model", "parts": parts}]}
+        return {
+            "contents": [
+                {"role": "user", "parts": [{"text": "q"}]},
+                {"role": "model", "parts": parts},
+            ]
+        }
     if fmt == "anthropic":
         blocks = [
             {"type": "thinking", "thinking": reasoning, "signature": "U0lH"},
             {"type": "text", "text": text},
         ]
-        return {"model": "m", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": blocks}]}
+        return {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "content": blocks},
+            ],
+        }
     if fmt == "openai_responses":
         reasoning_item = {
             "type": "reasoning",
             "id": "rs_1",
             "summary": [{"type": "summary_text", "text": reasoning}],
         }
-        return {"model": "m", "input": [{"role": "user", "content": "q"}, reasoning_item, text_message(fmt, "assistant", text)]}
+        return {
+            "model": "m",
+            "input": [
+                {"role": "user", "content": "q"},
+                reasoning_item,
+                text_message(fmt, "assistant", text),
+            ],
+        }
     message = {"role": "assistant", "content": text, "reasoning_content": reasoning}
     return {"model": "m", "messages": [{"role": "user", "content": "q"}, message]}
 
 
 @pytest.mark.parametrize("fmt", ["gemini", "anthropic", "openai_responses", "openai_chat"])
-@pytest.mark.parametrize("reasoning", [THINKING, ONE_LINE_THINKING], ids=["two-sentences", "one-line"])
-@pytest.mark.parametrize("joint", ["", "\n", "\n\n", " "], ids=["glued", "lf", "blank-line", "space"])
+@pytest.mark.parametrize(
+    "reasoning", [THINKING, ONE_LINE_THINKING], ids=["two-sentences", "one-line"]
+)
+@pytest.mark.parametrize(
+    "joint", ["", "\n", "\n\n", " "], ids=["glued", "lf", "blank-line", "space"]
+)
 def test_reasoning_pasted_before_the_answer_is_flagged_however_it_is_joined(
     fmt: str, reasoning: str, joint: str
 ) -> None:
@@ -165,21 +187,31 @@ def store_check(body: dict[str, Any], fmt: str, thinking: str) -> list[str]:
     inspection = inspect_request(json.dumps(body).encode(), fmt)
     fingerprints = thinking_fingerprints(earlier_record(thinking))
     owners = dict.fromkeys(fingerprints, "earlier")
-    found = repeated_reasoning(inspection.history_fingerprints, owners, {"earlier": len(fingerprints)})
+    found = repeated_reasoning(
+        inspection.history_fingerprints, owners, {"earlier": len(fingerprints)}
+    )
     return [detection.path for detection in found]
 
 
-@pytest.mark.parametrize("reasoning", [THINKING, ONE_LINE_THINKING], ids=["two-sentences", "one-line"])
+@pytest.mark.parametrize(
+    "reasoning", [THINKING, ONE_LINE_THINKING + "."], ids=["two-sentences", "one-sentence"]
+)
 @pytest.mark.parametrize("joint", ["", "\n"], ids=["glued", "lf"])
 def test_an_earlier_thinking_glued_to_an_answer_is_found_by_the_store_check(
     reasoning: str, joint: str
 ) -> None:
-    body = body_of("openai_chat", text_message("openai_chat", "assistant", reasoning + joint + "Paris."))
+    """The store keeps hashes of sentences, not text: a thinking glued to the answer is found
+    when it ended a sentence (the in-request check, which has the text, finds any glue)."""
+    body = body_of(
+        "openai_chat", text_message("openai_chat", "assistant", reasoning + joint + "Paris.")
+    )
     assert store_check(body, "openai_chat", reasoning) == ["messages[1]"]
 
 
 @pytest.mark.parametrize("fmt", ["gemini", "openai_chat", "anthropic"])
-@pytest.mark.parametrize("reasoning", [THINKING, ONE_LINE_THINKING], ids=["two-sentences", "one-line"])
+@pytest.mark.parametrize(
+    "reasoning", [THINKING, ONE_LINE_THINKING], ids=["two-sentences", "one-line"]
+)
 def test_a_peers_reasoning_passed_back_as_user_text_is_flagged(fmt: str, reasoning: str) -> None:
     """A multi-agent framework rebuilding a peer's turn as `[peer] said: ...` user text."""
     body = body_of(fmt, text_message(fmt, "user", f"For context:[researcher] said: {reasoning}"))
