@@ -41,6 +41,17 @@ NoteReason = Literal[
     "tool_call_id_assigned",
 ]
 
+ReplayRule = Literal[
+    "thought_signatures",
+    "signed_thinking",
+    "reasoning_items",
+    "reasoning_details",
+    "reasoning_in_tool_turn",
+    "answer_only",
+    "rebuilt_from_content",
+]
+"""Which carry-back rule a turn followed (docs/replay.md, "What goes back, per provider")."""
+
 Fields = dict[str, msgspec.Raw]
 
 _FIELDS_DECODER: Final = msgspec.json.Decoder(Fields)
