@@ -394,3 +394,26 @@ def test_turns_keep_their_record_ids_for_interleaving() -> None:
 def test_bytes_that_are_not_utf8_are_a_replay_error() -> None:
     with pytest.raises(ReplayError, match="not UTF-8"):
         read_records(b"\xff\xfe{}")
+
+
+@pytest.mark.parametrize("target", ["openai_chat", "openai_responses", "anthropic"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        b'"inlineData": {"mimeType": "image/png", "data": "AQ=="}',
+        b'"executableCode": {"language": "PYTHON", "code": "print(1)"}',
+    ],
+    ids=["media", "code"],
+)
+def test_a_gemini_thought_carrying_media_or_code_is_reported_when_it_cannot_go(
+    target: str, extra: bytes
+) -> None:
+    """`convert_contents` refuses such a part loudly; the history must at least say it left
+    it behind, never drop it unannounced."""
+    part = b'{"text": "scratch", "thought": true, ' + extra + b"}"
+    record = thoughtline.normalize(gemini(part, TEXT_PART), "gemini")
+    history = build_history([record], target)
+    assert ("replay_parts[0]", "unsupported_part") in [
+        (note.path, note.reason) for note in history.notes
+    ]
+    assert b"scratch" not in encode_history(history)

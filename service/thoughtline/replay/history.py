@@ -35,6 +35,7 @@ from thoughtline.replay.parts import (
     PartFormat,
     PartReading,
     ReplayRule,
+    carries_rebuildable,
     encode_raw,
     fields_of,
     read_part,
@@ -143,6 +144,12 @@ def _foreign_items(
     if not paths and record.thinking is not None:
         paths = ["thinking"]
     notes.extend(ReplayNote(record.id, record.format, path, "foreign_reasoning") for path in paths)
+    if not registry.format_named(record.format).message_shaped:
+        notes.extend(
+            _note(record, index, "unsupported_part")
+            for index, raw in enumerate(record.replay_parts)
+            if not carries_rebuildable(record.format, raw)
+        )
     ids, assigned = rebuild.call_ids(record, record_index, target)
     notes.extend(
         ReplayNote(record.id, record.format, f"tool_calls[{index}]", "tool_call_id_assigned")

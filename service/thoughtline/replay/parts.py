@@ -39,6 +39,7 @@ NoteReason = Literal[
     "inline_reasoning",
     "empty_turn",
     "tool_call_id_assigned",
+    "unsupported_part",
 ]
 
 ReplayRule = Literal[
@@ -213,6 +214,28 @@ RESPONSES_ITEMS: Final[PartFormat] = PartFormat(
 )
 """The part-list formats' readers (the registry names each format's); the Chat-shaped
 formats are in `messages.py`."""
+
+
+_CALL_MARKERS: Final = {
+    "gemini": ("functionCall", "functionResponse"),
+    "anthropic": ('"tool_use"',),
+    "bedrock_converse": ("toolUse",),
+    "openai_responses": ('"function_call"',),
+}
+
+
+def carries_rebuildable(format_name: str, raw: msgspec.Raw) -> bool:
+    """Whether a part's meaning survives a rebuild from `content` and `tool_calls`: visible
+    text, a client tool call, or reasoning (noted apart). Anything else (media, code, a
+    server-side tool item) has no place in another format's history."""
+    reading = read_part(format_name, raw)
+    if reading.kind != "other":
+        return True
+    fields = fields_of(raw) or {}
+    markers = _CALL_MARKERS.get(format_name, ())
+    if format_name in ("anthropic", "openai_responses"):
+        return bytes(fields.get("type", b"")) in {marker.encode() for marker in markers}
+    return any(marker in fields for marker in markers)
 
 
 def read_part(format_name: str, raw: msgspec.Raw) -> PartReading:
