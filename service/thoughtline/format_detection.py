@@ -250,6 +250,16 @@ def detect_request_format(body: dict[str, Any]) -> str:
         return "bedrock_converse"
     if {"options", "think", "keep_alive"} & set(body):
         return "ollama"
-    if "anthropic_version" in body or isinstance(body.get("system"), str):
+    if "anthropic_version" in body or _anthropic_system(body.get("system")):
         return "anthropic"
     return "openai_chat"
+
+
+def _anthropic_system(system: Any) -> bool:
+    """A top-level `system` (Chat puts it in `messages`): a string, or a list of typed text
+    blocks (Bedrock's system blocks carry no `type`, and its messages were read before)."""
+    if isinstance(system, str):
+        return True
+    return isinstance(system, list) and any(
+        isinstance(block, dict) and block.get("type") == "text" for block in system
+    )

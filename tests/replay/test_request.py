@@ -272,3 +272,33 @@ def test_an_oversize_request_is_refused_unread() -> None:
     with pytest.raises(NormalizeError, match="over the cap") as caught:
         normalize_request(b'{"messages": []}', max_payload_bytes=4)
     assert caught.value.reason == "too_large"
+
+
+@pytest.mark.parametrize(
+    "system",
+    ["be brief", [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]],
+    ids=["string", "blocks"],
+)
+def test_an_anthropic_request_of_text_blocks_only_is_read_as_anthropic(system: object) -> None:
+    body = {
+        "model": "claude",
+        "max_tokens": 64,
+        "system": system,
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
+        ],
+    }
+    assert detect_request_format(body) == "anthropic"
+
+
+def test_a_bedrock_request_with_system_blocks_stays_bedrock() -> None:
+    body = {
+        "system": [{"text": "be brief"}],
+        "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+    }
+    assert detect_request_format(body) == "bedrock_converse"
+
+
+def test_a_request_record_says_it_is_a_request() -> None:
+    assert normalize_request(json.dumps(chat_request()).encode()).kind == "request"

@@ -78,6 +78,7 @@ def inspect_request(
     meta_raw = checked.meta
     record = Record(
         id=record_id or "",
+        kind="request",
         format=cast(FormatName, chosen),  # checked, or detected
         provider=row.provider,
         model=body.get("model") if isinstance(body.get("model"), str) else None,
