@@ -41,13 +41,6 @@ from thoughtline.replay.parts import (
     read_part,
 )
 
-_PART_FORMAT_RULES: dict[str, ReplayRule] = {
-    "gemini": "thought_signatures",
-    "anthropic": "signed_thinking",
-    "bedrock_converse": "signed_thinking",
-    "openai_responses": "reasoning_items",
-}
-
 
 class ReplayNote(msgspec.Struct, frozen=True):
     """Something of a record that the history leaves out (or, for ids, adds), and why."""
@@ -133,7 +126,7 @@ def _record_items(
     if registry.format_named(target).message_shaped:
         return _message_items(record, notes, tool_turn)
     items, carried_state = _part_items(record, notes)
-    rule = _PART_FORMAT_RULES[record.format] if carried_state else "answer_only"
+    rule = _part_format(record.format).rule if carried_state else "answer_only"
     return items, (rule,)
 
 

@@ -20,13 +20,12 @@ from typing import Final
 
 import msgspec
 
+from thoughtline import registry
 from thoughtline.record import Record
 from thoughtline.replay.parts import Fields, NoteReason, ReplayRule, fields_of, value_of
 
 _REASONING_TEXT_FIELDS: Final = ("reasoning_content", "reasoning", "thinking")
 _OPAQUE_REASONING_FIELD: Final = "reasoning_details"
-TOOL_TURN_FIELDS: Final = {"openai_chat": "reasoning_content", "ollama": "thinking"}
-"""The reasoning text field each format's providers ask back within a turn that called tools."""
 _RAW_LIST_DECODER: Final = msgspec.json.Decoder(list[msgspec.Raw])
 
 
@@ -55,12 +54,15 @@ def read_message(
     dropped: list[tuple[str, NoteReason]] = []
     details = value_of(fields, _OPAQUE_REASONING_FIELD)
     has_opaque = isinstance(details, list) and bool(details)
-    if has_opaque and format_name in TOOL_TURN_FIELDS:
+    tool_turn_reasoning = (
+        registry.format_named(format_name).tool_turn_reasoning if format_name else None
+    )
+    if has_opaque and tool_turn_reasoning is not None:
         carried[_OPAQUE_REASONING_FIELD] = fields[_OPAQUE_REASONING_FIELD]
         rules.append("reasoning_details")
     elif has_opaque:
         dropped.append((f".{_OPAQUE_REASONING_FIELD}", "format_takes_no_reasoning"))
-    tool_turn_field = TOOL_TURN_FIELDS.get(format_name) if tool_turn else None
+    tool_turn_field = tool_turn_reasoning if tool_turn else None
     for name in _REASONING_TEXT_FIELDS:
         if value_of(fields, name) in (None, ""):
             continue
