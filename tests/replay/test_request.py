@@ -302,3 +302,31 @@ def test_a_bedrock_request_with_system_blocks_stays_bedrock() -> None:
 
 def test_a_request_record_says_it_is_a_request() -> None:
     assert normalize_request(json.dumps(chat_request()).encode()).kind == "request"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"tools": [{"name": "f", "input_schema": {"type": "object"}}]},
+        {"tools": [{"type": "web_search_20250305", "name": "web_search"}]},
+        {"tool_choice": {"type": "any"}},
+        {"output_config": {"effort": "low"}},
+    ],
+    ids=["input-schema", "server-tool", "tool-choice", "output-config"],
+)
+def test_an_all_text_anthropic_request_is_known_by_its_tools_or_settings(
+    extra: dict[str, object],
+) -> None:
+    body = {"model": "claude", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    assert detect_request_format({**body, **extra}) == "anthropic"
+
+
+def test_chat_tools_and_tool_choice_stay_chat() -> None:
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+        "tool_choice": {"type": "function", "function": {"name": "f"}},
+    }
+    assert detect_request_format(body) == "openai_chat"
+    assert detect_request_format({**body, "tool_choice": "auto"}) == "openai_chat"

@@ -223,3 +223,25 @@ def test_an_answer_sharing_one_drafted_sentence_with_the_thinking_is_not_flagged
     answer = "The user wants the capital of France, which is a simple geography fact."
     body = marked_and_text("gemini", thinking, answer)
     assert leaks(body, "gemini") == []
+
+
+def test_reasoning_that_quotes_the_users_question_does_not_flag_the_question() -> None:
+    """Reasoning restates what it answers; only reasoning standing before a message (or in
+    it) can be repeated by that message."""
+    question = (
+        "Search for these: San Francisco weather today, then Golden Gate Bridge traffic today. "
+        "After the searches, provide a concise summary of both results."
+    )
+    body = {
+        "model": "claude",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": question}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "thinking", "thinking": question, "signature": "U0lH"}],
+            },
+            {"role": "user", "content": [{"type": "text", "text": "Go on."}]},
+            {"role": "user", "content": [{"type": "text", "text": f"[peer] said: {question}"}]},
+        ],
+    }
+    assert leaks(body, "anthropic") == ["messages[3]"]

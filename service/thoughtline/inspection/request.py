@@ -115,18 +115,33 @@ def _holds_reasoning(extraction: inline_reasoning.InlineExtraction) -> bool:
 
 def _in_request_repeats(reading: RequestReading) -> list[Detection]:
     """Messages holding `MIN_SHARE` of one marked reasoning's segments, found as substrings:
-    the request has the text itself, so a segment glued to its neighbour still counts."""
-    owned = [list(dict.fromkeys(text_segments(text))) for _, text in reading.reasoning_texts]
-    owned = [segments for segments in owned if segments]
+    the request has the text itself, so a segment glued to its neighbour still counts.
+
+    Only reasoning that stands before the message, or in it, counts: reasoning restates the
+    question it answers (a thinking that lists the user's queries quotes the user), and that
+    is the reasoning quoting the message, not the message repeating the reasoning."""
+    owned = [
+        (_position(path), segments)
+        for path, text in reading.reasoning_texts
+        if (segments := list(dict.fromkeys(text_segments(text))))
+    ]
     detections = []
     for path, texts in reading.message_texts:
         message = normalized(" ".join(texts))
-        for segments in owned:
+        position = _position(path)
+        for reasoning_position, segments in owned:
+            if reasoning_position > position:
+                continue
             found = sum(1 for segment in segments if segment in message)
             if found >= MIN_SHARE * len(segments):
                 detections.append(leaked("replayed_reasoning", path))
                 break
     return detections
+
+
+def _position(path: str) -> int:
+    """The history index a path starts with: `messages[3].content[0]` -> 3."""
+    return int(path.split("[", 1)[1].split("]", 1)[0])
 
 
 def _distinct(detections: list[Detection]) -> list[Detection]:
