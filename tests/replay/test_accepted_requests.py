@@ -29,10 +29,17 @@ PAIRS = sorted(ACCEPTED.glob("*/*.response.json"))
 
 EXPECTED_RULES = {
     "deepseek-tool-loop": ("reasoning_in_tool_turn",),
+    "glm-preserved-thinking": ("preserved_thinking",),
+    "claude-thinking-tool-use-bedrock": ("signed_thinking",),
     "claude-thinking-tool-use": ("signed_thinking",),
     "gemini-signed-function-call": ("thought_signatures",),
     "responses-reasoning-function-call": ("reasoning_items",),
 }
+
+
+PRESERVED = {"glm-preserved-thinking"}
+"""Requests that asked the provider to keep earlier reasoning (z.ai `clear_thinking: false`):
+replayed with `preserve_reasoning=True`."""
 
 
 def comparable(fmt: str, item: Any) -> Any:
@@ -72,11 +79,13 @@ def pair(response_path: Path) -> tuple[str, str, Any, dict[str, Any], int]:
     return name, fmt, response_path.read_bytes(), accepted, at
 
 
-@pytest.mark.parametrize("response_path", PAIRS, ids=[path.parent.name for path in PAIRS])
+@pytest.mark.parametrize(
+    "response_path", PAIRS, ids=[path.name.removesuffix(".response.json") for path in PAIRS]
+)
 def test_our_replayed_turn_equals_the_turn_the_provider_accepted(response_path: Path) -> None:
     name, fmt, response, accepted, at = pair(response_path)
     record = thoughtline.normalize(response, fmt)
-    history = build_history([record], fmt)
+    history = build_history([record], fmt, preserve_reasoning=name in PRESERVED)
     ours = [json.loads(bytes(item)) for item in history.items()]
     theirs = accepted[format_named(fmt).history_field][at : at + len(ours)]
     assert [comparable(fmt, item) for item in ours] == [comparable(fmt, item) for item in theirs]
@@ -87,7 +96,9 @@ def test_every_carry_back_rule_has_a_real_pair() -> None:
     assert {path.name.removesuffix(".response.json") for path in PAIRS} == set(EXPECTED_RULES)
 
 
-@pytest.mark.parametrize("response_path", PAIRS, ids=[path.parent.name for path in PAIRS])
+@pytest.mark.parametrize(
+    "response_path", PAIRS, ids=[path.name.removesuffix(".response.json") for path in PAIRS]
+)
 def test_the_request_check_flags_nothing_in_an_accepted_request(response_path: Path) -> None:
     _, fmt, _, accepted, _ = pair(response_path)
     record = normalize_request(json.dumps(accepted).encode(), fmt)
@@ -106,7 +117,9 @@ def planted_requests(fmt: str, accepted: dict[str, Any], thinking: str) -> list[
     return variants
 
 
-@pytest.mark.parametrize("response_path", PAIRS, ids=[path.parent.name for path in PAIRS])
+@pytest.mark.parametrize(
+    "response_path", PAIRS, ids=[path.name.removesuffix(".response.json") for path in PAIRS]
+)
 def test_the_request_check_flags_every_planted_variant_of_an_accepted_request(
     response_path: Path,
 ) -> None:
@@ -128,13 +141,17 @@ def test_the_request_check_flags_every_planted_variant_of_an_accepted_request(
     assert missed == []
 
 
-MARKED_PAIRS = [path for path in PAIRS if path.parent.name in ("openai_chat", "anthropic")]
+MARKED_PAIRS = [
+    path for path in PAIRS if path.parent.name in ("openai_chat", "anthropic", "bedrock_converse")
+]
 """The pairs whose accepted request sends the reasoning text under its marker (the others send
 it signed or encrypted only, so only the conversation store could compare)."""
 
 
 @pytest.mark.parametrize(
-    "response_path", MARKED_PAIRS, ids=[path.parent.name for path in MARKED_PAIRS]
+    "response_path",
+    MARKED_PAIRS,
+    ids=[path.name.removesuffix(".response.json") for path in MARKED_PAIRS],
 )
 def test_the_thinking_pasted_before_the_answer_of_an_accepted_request_is_flagged(
     response_path: Path,
@@ -156,6 +173,8 @@ def text_message(fmt: str, role: str, text: str) -> dict[str, Any]:
         return {"role": "model" if role == "assistant" else "user", "parts": [{"text": text}]}
     if fmt == "anthropic":
         return {"role": role, "content": [{"type": "text", "text": text}]}
+    if fmt == "bedrock_converse":
+        return {"role": role, "content": [{"text": text}]}
     if fmt == "openai_responses":
         part_type = "output_text" if role == "assistant" else "input_text"
         return {"type": "message", "role": role, "content": [{"type": part_type, "text": text}]}

@@ -417,3 +417,12 @@ def test_a_gemini_thought_carrying_media_or_code_is_reported_when_it_cannot_go(
         (note.path, note.reason) for note in history.notes
     ]
     assert b"scratch" not in encode_history(history)
+
+
+def test_preserved_reasoning_sends_reasoning_content_back_on_every_turn() -> None:
+    """GLM's preserved thinking (`clear_thinking: false`) keeps earlier turns' reasoning."""
+    records = [chat_record("a", calls=False, reasoning="r-a")]
+    history = build_history(records, "openai_chat", preserve_reasoning=True)
+    assert json.loads(bytes(history.items()[0]))["reasoning_content"] == "r-a"
+    assert history.turns[0].rules == ("preserved_thinking",)
+    assert history.notes == []

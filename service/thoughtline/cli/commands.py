@@ -76,6 +76,12 @@ def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "records", metavar="RECORDS.jsonl", help="records as `normalize` prints them; - is stdin"
     )
     command.add_argument("--to", required=True, choices=KNOWN_FORMATS, help="target format")
+    command.add_argument(
+        "--preserve-reasoning",
+        action="store_true",
+        help="send a Chat record's reasoning_content (Ollama: thinking) back on every turn, not "
+        "only on turns that called tools (GLM preserved thinking, clear_thinking: false)",
+    )
 
     def run_replay(arguments: argparse.Namespace) -> int:
         from thoughtline import replay
@@ -86,7 +92,11 @@ def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
             print(f"thoughtline: {arguments.records}: {_one_line(error)}", file=sys.stderr)
             return 1
         source = "stdin" if arguments.records == "-" else arguments.records
-        history = replay.build_history(replay.read_records(data, source), arguments.to)
+        history = replay.build_history(
+            replay.read_records(data, source),
+            arguments.to,
+            preserve_reasoning=arguments.preserve_reasoning,
+        )
         sys.stdout.buffer.write(replay.encode_history(history) + b"\n")
         return 0
 

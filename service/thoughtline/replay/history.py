@@ -59,7 +59,8 @@ class ReplayTurn(msgspec.Struct, frozen=True):
     items: list[msgspec.Raw]
     rules: tuple[ReplayRule, ...] = ()
     """The carry-back rules this turn followed: `thought_signatures`, `signed_thinking`,
-    `reasoning_items`, `reasoning_details`, `reasoning_in_tool_turn`; `answer_only` when no
+    `reasoning_items`, `reasoning_details`, `reasoning_in_tool_turn`, `preserved_thinking`;
+    `answer_only` when no
     reasoning state went back; `rebuilt_from_content` for a record of another format."""
 
 
@@ -76,14 +77,23 @@ class History(msgspec.Struct):
 _Kept = tuple[int, msgspec.Raw, PartReading]
 
 
-def build_history(records: Iterable[Record], to: str) -> History:
-    """The assistant turns of `records` for a request in format `to`, with notes on every drop."""
+def build_history(
+    records: Iterable[Record], to: str, *, preserve_reasoning: bool = False
+) -> History:
+    """The assistant turns of `records` for a request in format `to`, with notes on every drop.
+
+    `preserve_reasoning`: a Chat-shaped record's `reasoning_content` (Ollama: `thinking`) goes
+    back on every turn, not only on turns that called tools: for a request that asks the
+    provider to keep earlier reasoning (GLM's preserved thinking, `clear_thinking: false`).
+    """
     if to not in KNOWN_FORMATS:
         raise ReplayError(f"unknown target format {to!r}; known: {', '.join(KNOWN_FORMATS)}")
     history = History(format=to, turns=[], notes=[])
     listed = list(records)
     for index, (record, tool_turn) in enumerate(zip(listed, tool_turns(listed), strict=True)):
-        items, rules = _record_items(record, index, to, history.notes, tool_turn)
+        items, rules = _record_items(
+            record, index, to, history.notes, tool_turn, preserve_reasoning
+        )
         if items:
             history.turns.append(ReplayTurn(record.id, items, rules))
         else:
@@ -119,12 +129,17 @@ def encode_history(history: History) -> bytes:
 
 
 def _record_items(
-    record: Record, record_index: int, target: str, notes: list[ReplayNote], tool_turn: bool
+    record: Record,
+    record_index: int,
+    target: str,
+    notes: list[ReplayNote],
+    tool_turn: bool,
+    preserve: bool,
 ) -> tuple[list[msgspec.Raw], tuple[ReplayRule, ...]]:
     if record.format != target:
         return _foreign_items(record, record_index, target, notes), ("rebuilt_from_content",)
     if registry.format_named(target).message_shaped:
-        return _message_items(record, notes, tool_turn)
+        return _message_items(record, notes, tool_turn, preserve)
     items, carried_state = _part_items(record, notes)
     rule = _part_format(record.format).rule if carried_state else "answer_only"
     return items, (rule,)
@@ -170,13 +185,13 @@ def reasoning_paths(record: Record) -> list[str]:
 
 
 def _message_items(
-    record: Record, notes: list[ReplayNote], tool_turn: bool
+    record: Record, notes: list[ReplayNote], tool_turn: bool, preserve: bool
 ) -> tuple[list[msgspec.Raw], tuple[ReplayRule, ...]]:
     tool_calls: list[msgspec.Raw] = []
     carried: dict[str, msgspec.Raw] = {}
     rules: list[ReplayRule] = []
     for index, raw in enumerate(record.replay_parts):
-        reading = read_message(raw, record.format, tool_turn=tool_turn)
+        reading = read_message(raw, record.format, tool_turn=tool_turn, preserve=preserve)
         tool_calls.extend(reading.tool_calls)
         carried.update(reading.carried)
         rules.extend(rule for rule in reading.rules if rule not in rules)

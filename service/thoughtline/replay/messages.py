@@ -7,9 +7,10 @@ it back (the rules: `history.py` and docs/replay.md):
 
 - `reasoning_details` (OpenRouter, MiniMax): always, byte for byte;
 - `reasoning_content` (DeepSeek, Kimi, GLM, xAI, llama.cpp, vLLM) and Ollama `thinking`: for
-  the records of a turn that called tools, byte for byte;
-- `reasoning` (a plain-text alias no provider documents as a request field) and Mistral
-  `thinking` chunks: never.
+  the records of a turn that called tools, byte for byte; for every record when the caller
+  asks to preserve reasoning (GLM's preserved thinking, `clear_thinking: false`);
+- `reasoning` (Groq answers 400 to it on an assistant message; the servers that accept it do
+  not require it) and Mistral `thinking` chunks: never.
 
 What does not go back is dropped and reported.
 """
@@ -41,7 +42,7 @@ class MessageReading(msgspec.Struct, frozen=True):
 
 
 def read_message(
-    raw: msgspec.Raw, format_name: str = "", *, tool_turn: bool = False
+    raw: msgspec.Raw, format_name: str = "", *, tool_turn: bool = False, preserve: bool = False
 ) -> MessageReading:
     """The message's tool calls, and its reasoning fields: carried back or dropped.
 
@@ -62,13 +63,13 @@ def read_message(
         rules.append("reasoning_details")
     elif has_opaque:
         dropped.append((f".{_OPAQUE_REASONING_FIELD}", "format_takes_no_reasoning"))
-    tool_turn_field = tool_turn_reasoning if tool_turn else None
+    tool_turn_field = tool_turn_reasoning if tool_turn or preserve else None
     for name in _REASONING_TEXT_FIELDS:
         if value_of(fields, name) in (None, ""):
             continue
         if name == tool_turn_field:
             carried[name] = fields[name]
-            rules.append("reasoning_in_tool_turn")
+            rules.append("reasoning_in_tool_turn" if tool_turn else "preserved_thinking")
         else:
             dropped.append((f".{name}", "reasoning_text"))
     content = value_of(fields, "content")

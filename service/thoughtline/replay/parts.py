@@ -48,6 +48,7 @@ ReplayRule = Literal[
     "reasoning_items",
     "reasoning_details",
     "reasoning_in_tool_turn",
+    "preserved_thinking",
     "answer_only",
     "rebuilt_from_content",
 ]
