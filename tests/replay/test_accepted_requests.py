@@ -179,3 +179,26 @@ def text_message(fmt: str, role: str, text: str) -> dict[str, Any]:
         part_type = "output_text" if role == "assistant" else "input_text"
         return {"type": "message", "role": role, "content": [{"type": part_type, "text": text}]}
     return {"role": role, "content": text}
+
+
+def test_a_gemini_3_streams_final_signature_goes_back_on_the_text_it_closes() -> None:
+    """A streamed text turn ends with an empty text part carrying the turn's signature. The
+    assembled record keeps it on the merged text part, as the non-streamed response carries
+    it; Google accepted that very shape back (HTTP 200) in the recorded next request.
+
+    The server-tool parts before it the recording client rebuilt in its own spelling
+    (`tool_type`, an added `response`); they are compared by id and signature only."""
+    directory = ACCEPTED / "gemini"
+    name = "gemini3-stream-signature-on-empty-final-part"
+    record = thoughtline.normalize((directory / f"{name}.response.sse").read_bytes(), "gemini")
+    accepted = json.loads((directory / f"{name}.accepted-request.json").read_bytes())
+    history = build_history([record], "gemini")
+    ours = comparable("gemini", json.loads(bytes(history.items()[0])))
+    theirs = comparable("gemini", accepted["contents"][1])
+    assert ours["parts"][-1] == theirs["parts"][-1]
+    assert set(ours["parts"][-1]) == {"text", "thoughtSignature"}
+    for our_part, their_part in zip(ours["parts"][:-1], theirs["parts"][:-1], strict=True):
+        assert our_part["thoughtSignature"] == their_part["thoughtSignature"]
+        kind = "toolCall" if "toolCall" in our_part else "toolResponse"
+        assert our_part[kind]["id"] == their_part[kind]["id"]
+    assert history.turns[0].rules == ("thought_signatures",)
