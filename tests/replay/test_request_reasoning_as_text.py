@@ -245,3 +245,10 @@ def test_reasoning_that_quotes_the_users_question_does_not_flag_the_question() -
         ],
     }
     assert leaks(body, "anthropic") == ["messages[3]"]
+
+
+@pytest.mark.parametrize("role", ["system", "tool", "developer"])
+def test_a_thought_marked_part_is_flagged_in_any_role(role: str) -> None:
+    part = {"type": "text", "text": THINKING, "thought": True}
+    body = {"model": "m", "messages": [{"role": role, "content": [part]}]}
+    assert leaks(body, "openai_chat") == ["messages[0].content[0]"]

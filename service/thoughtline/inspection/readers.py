@@ -124,10 +124,8 @@ def _chat_reader(reasoning_fields: tuple[str, ...], flagged: bool, mistral: bool
         for index, message in _objects(body.get("messages")):
             path = f"messages[{index}]"
             role = message.get("role")
-            if role not in _TEXT_ROLES:
-                continue
             texts = _message_texts(message.get("content"), f"{path}.content", reading, mistral)
-            if texts:
+            if texts and role in _TEXT_ROLES:
                 reading.message_texts.append((path, texts))
             if role != "assistant":
                 continue
@@ -155,10 +153,8 @@ def read_responses_request(body: dict[str, Any]) -> RequestReading:
             continue
         if item.get("type", "message") != "message":
             continue
-        if item.get("role") not in _TEXT_ROLES:
-            continue
         texts = _message_texts(item.get("content"), f"{path}.content", reading, mistral=False)
-        if texts:
+        if texts and item.get("role") in _TEXT_ROLES:
             reading.message_texts.append((path, texts))
     return reading
 
