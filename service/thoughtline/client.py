@@ -64,7 +64,12 @@ def entry(
     deltas: bool = False,
 ) -> dict[str, bytes]:
     """The fields of one input entry (`schemas/entry.schema.json`). Pass bytes to keep the
-    payload byte-exact."""
+    payload byte-exact.
+
+    `kind="request"`: the payload is a provider request body your application is about to
+    send; its record (`kind: "request"`, no content) says where it sends reasoning back as
+    text. The default is a response to normalize.
+    """
     fields = {"payload": _as_bytes(payload)}
     if format is not None:
         fields["format"] = format.encode()

@@ -38,8 +38,9 @@ LEAKED_THOUGHT: Final[dict[str, str]] = {
     ),
     "replayed_reasoning": (
         "a request sends reasoning back as ordinary text: a thought-marked part or reasoning "
-        "field where the format reads text, inline tags in an assistant message, or an "
-        "assistant message repeating earlier thinking of its conversation"
+        "field where the format reads text, inline reasoning in an assistant or user message, "
+        "or a message repeating reasoning of the request or its conversation (a provider's "
+        "own reasoning field sent back to it is protocol, not this)"
     ),
     "reasoning_only_loop": (
         "the conversation's Nth reasoning-only record in a row (no content, no tool call): "

@@ -250,6 +250,35 @@ def detect_request_format(body: dict[str, Any]) -> str:
         return "bedrock_converse"
     if {"options", "think", "keep_alive"} & set(body):
         return "ollama"
-    if "anthropic_version" in body or isinstance(body.get("system"), str):
+    if "anthropic_version" in body or _anthropic_system(body.get("system")):
+        return "anthropic"
+    if _ANTHROPIC_REQUEST_KEYS & set(body) or _anthropic_tools(body):
         return "anthropic"
     return "openai_chat"
+
+
+_ANTHROPIC_REQUEST_KEYS: Final = frozenset({"mcp_servers", "output_config", "anthropic_beta"})
+_ANTHROPIC_TOOL_CHOICES: Final = frozenset({"auto", "any", "tool", "none"})
+
+
+def _anthropic_tools(body: dict[str, Any]) -> bool:
+    """Anthropic's tool shapes: a tool with no `function` object (`input_schema`, or a server
+    tool such as `web_search_20250305`), or a `tool_choice` object of Anthropic's types (Chat's
+    tools all wrap a `function`, its `tool_choice` is a string or names a function)."""
+    tools = body.get("tools")
+    if isinstance(tools, list) and any(
+        isinstance(tool, dict) and "function" not in tool and "name" in tool for tool in tools
+    ):
+        return True
+    choice = body.get("tool_choice")
+    return isinstance(choice, dict) and choice.get("type") in _ANTHROPIC_TOOL_CHOICES
+
+
+def _anthropic_system(system: Any) -> bool:
+    """A top-level `system` (Chat puts it in `messages`): a string, or a list of typed text
+    blocks (Bedrock's system blocks carry no `type`, and its messages were read before)."""
+    if isinstance(system, str):
+        return True
+    return isinstance(system, list) and any(
+        isinstance(block, dict) and block.get("type") == "text" for block in system
+    )

@@ -137,6 +137,13 @@ class Record(msgspec.Struct, kw_only=True):
     ]
     format: Annotated[FormatName, msgspec.Meta(description="The provider wire format.")]
     provider: Annotated[str, msgspec.Meta(description="e.g. google, anthropic, openai.")]
+    kind: Annotated[
+        EntryKind,
+        msgspec.Meta(
+            description="response: a provider response; request: a provider request body, "
+            "checked for replayed reasoning (no content, its detections only)."
+        ),
+    ] = "response"
     model: Annotated[
         str | None, msgspec.Meta(description="As the provider reported it, or null.")
     ] = None

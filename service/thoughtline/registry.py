@@ -67,6 +67,9 @@ class Format:
     """The format whose stream chunks have this one's shape (Mistral's are Chat's)."""
     tool_call_ids: bool = True
     """Whether a tool result refers back to its call by id (Gemini and Ollama: by name)."""
+    tool_turn_reasoning: str | None = None
+    """Chat-shaped: the message's reasoning field its providers ask back within a turn that
+    called tools (and whether `reasoning_details` go back too: any format that has one)."""
 
     def read_body(
         self, payload: bytes, *, record_id: str | None, meta: msgspec.Raw | None
@@ -108,6 +111,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         readers.read_chat_request,
         rebuild.chat_turn,
         None,
+        tool_turn_reasoning="reasoning_content",
     ),
     Format(
         "openai_responses",
@@ -147,6 +151,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         rebuild.ollama_turn,
         None,
         tool_call_ids=False,
+        tool_turn_reasoning="thinking",
     ),
 )
 

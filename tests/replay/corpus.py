@@ -69,12 +69,21 @@ def _collect_opaque(value: Any, found: list[str]) -> None:
             _collect_opaque(item, found)
 
 
+NATIVE_REASONING_FIELDS = {"reasoning_content", "reasoning_details", "thinking"}
+"""Chat-shaped messages' own reasoning fields: the provider reads them as reasoning."""
+
+
 def visible_strings(value: Any) -> list[str]:
     """Every string of a history outside the provider's own reasoning containers."""
     if isinstance(value, dict):
         if _is_reasoning_container(value):
             return []
-        return [text for item in value.values() for text in visible_strings(item)]
+        return [
+            text
+            for key, item in value.items()
+            if key not in NATIVE_REASONING_FIELDS or value.get("role") != "assistant"
+            for text in visible_strings(item)
+        ]
     if isinstance(value, list):
         return [text for item in value for text in visible_strings(item)]
     return [value] if isinstance(value, str) else []

@@ -252,3 +252,21 @@ def test_a_response_that_answers_no_call_is_refused() -> None:
 def test_contents_may_come_as_json_bytes() -> None:
     items = convert_contents(b'[{"role":"user","parts":[{"text":"hi"}]}]', "openai_responses")
     assert items.items == [{"role": "user", "content": "hi"}]
+
+
+def test_a_peers_thought_marked_call_keeps_its_description_unflagged() -> None:
+    """The thought flag belongs to the reasoning text; the call it made is no reasoning, and a
+    flagged description would be dropped downstream with the reasoning."""
+    peer_turn = model(
+        {"text": "peer scratch", "thought": True, "functionCall": {"name": "lookup", "args": {}}},
+        {"functionCall": {"name": "fetch", "args": {"u": 1}}, "thought": True},
+    )
+    rebuilt = rebuild_foreign_content(peer_turn, "researcher")
+    assert rebuilt["parts"][1:] == [
+        {"text": "[researcher] said: peer scratch", "thought": True},
+        {"text": "[researcher] called tool `lookup` with parameters: {}"},
+        {"text": '[researcher] called tool `fetch` with parameters: {"u":1}'},
+    ]
+    items = convert_contents([rebuilt], "openai_chat").items
+    assert "peer scratch" not in texts_of(items)
+    assert "`lookup`" in texts_of(items) and "`fetch`" in texts_of(items)

@@ -198,22 +198,87 @@ CALL = (
 )
 
 
-def test_chat_sends_content_and_tool_calls_only() -> None:
+REASONING_CONTENT = b'"reasoning_content":  "chain of thought"'
+DETAILS = b'"reasoning_details": [{"type": "reasoning.encrypted",  "data": "ENC"}]'
+
+
+def test_chat_carries_reasoning_details_and_tool_turn_reasoning_content_byte_for_byte() -> None:
+    """OpenRouter / MiniMax want `reasoning_details` back; DeepSeek, Kimi and GLM want the
+    `reasoning_content` of a turn that called tools (DeepSeek answers 400 without it)."""
     message = (
-        b'{"role": "assistant", "content": "", "reasoning_content": "chain of thought", '
-        b'"reasoning_details": [{"type": "reasoning.encrypted", "data": "ENC"}], '
-        b'"tool_calls": [' + CALL + b"]}"
+        b'{"role": "assistant", "content": "", ' + REASONING_CONTENT + b", " + DETAILS + b", "
+        b'"reasoning": "alias text", "tool_calls": [' + CALL + b"]}"
     )
-    encoded, decoded = history_of(chat(message), "openai_chat")
+    record = thoughtline.normalize(chat(message), "openai_chat")
+    history = build_history([record], "openai_chat")
+    encoded = encode_history(history)
     assert CALL in encoded
-    assert b"chain of thought" not in encoded and b"ENC" not in encoded
-    assert decoded["messages"] == [
-        {"role": "assistant", "content": None, "tool_calls": [json.loads(CALL)]}
+    assert (
+        b'"chain of thought"' in encoded
+        and b'[{"type": "reasoning.encrypted",  "data": "ENC"}]' in encoded
+    )
+    assert b"alias text" not in encoded
+    assert json.loads(encoded)["messages"] == [
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "chain of thought",
+            "reasoning_details": [{"type": "reasoning.encrypted", "data": "ENC"}],
+            "tool_calls": [json.loads(CALL)],
+        }
     ]
-    assert reasons(decoded) == [
-        ("replay_parts[0].reasoning_content", "reasoning_text"),
-        ("replay_parts[0].reasoning_details", "format_takes_no_reasoning"),
+    assert history.turns[0].rules == ("reasoning_details", "reasoning_in_tool_turn")
+    assert reasons(json.loads(encoded)) == [("replay_parts[0].reasoning", "reasoning_text")]
+
+
+def chat_record(record_id: str, *, calls: bool, reasoning: str) -> Record:
+    tool_calls = b', "tool_calls": [' + CALL + b"]" if calls else b""
+    message = (
+        b'{"role": "assistant", "content": "'
+        + record_id.encode()
+        + b'", "reasoning_content": "'
+        + reasoning.encode()
+        + b'"'
+        + tool_calls
+        + b"}"
+    )
+    return thoughtline.normalize(chat(message), "openai_chat", record_id=record_id)
+
+
+def test_chat_reasoning_content_goes_back_for_every_record_of_a_turn_that_called_tools() -> None:
+    """Turns end at the first record without tool calls: [call, call, answer] [answer] [call]."""
+    records = [
+        chat_record("a", calls=True, reasoning="r-a"),
+        chat_record("b", calls=True, reasoning="r-b"),
+        chat_record("c", calls=False, reasoning="r-c"),
+        chat_record("d", calls=False, reasoning="r-d"),
+        chat_record("e", calls=True, reasoning="r-e"),
     ]
+    history = build_history(records, "openai_chat")
+    carried = [json.loads(bytes(item)).get("reasoning_content") for item in history.items()]
+    assert carried == ["r-a", "r-b", "r-c", None, "r-e"]
+    assert [turn.rules for turn in history.turns] == [
+        ("reasoning_in_tool_turn",),
+        ("reasoning_in_tool_turn",),
+        ("reasoning_in_tool_turn",),
+        ("answer_only",),
+        ("reasoning_in_tool_turn",),
+    ]
+    assert [(note.record_id, note.reason) for note in history.notes] == [("d", "reasoning_text")]
+
+
+def test_a_chat_turn_without_tool_calls_sends_no_reasoning_content() -> None:
+    """DeepSeek ignores it there, and the deepseek-reasoner of R1 answered 400 to it."""
+    history = build_history([chat_record("a", calls=False, reasoning="r-a")], "openai_chat")
+    assert json.loads(bytes(history.items()[0])) == {"role": "assistant", "content": "a"}
+
+
+def test_chat_reasoning_never_crosses_to_another_format() -> None:
+    record = chat_record("a", calls=True, reasoning="r-a")
+    for target in ("mistral", "ollama", "anthropic"):
+        history = build_history([record], target)
+        assert b"r-a" not in encode_history(history)
+        assert history.turns[0].rules == ("rebuilt_from_content",)
 
 
 def test_chat_content_comes_from_the_record_with_inline_reasoning_cut() -> None:
@@ -224,7 +289,7 @@ def test_chat_content_comes_from_the_record_with_inline_reasoning_cut() -> None:
     assert reasons(decoded) == [("content", "inline_reasoning")]
 
 
-def test_mistral_thinking_chunks_and_ollama_thinking_are_left_out() -> None:
+def test_mistral_thinking_chunks_and_ollama_thinking_outside_a_tool_turn_are_left_out() -> None:
     mistral_message = (
         b'{"role": "assistant", "content": [{"type": "thinking", "thinking": [{"type": "text", '
         b'"text": "mistral musing"}]}, {"type": "text", "text": "4"}]}'
@@ -239,6 +304,19 @@ def test_mistral_thinking_chunks_and_ollama_thinking_are_left_out() -> None:
     encoded, decoded = history_of(ollama, "ollama")
     assert b"ollama musing" not in encoded
     assert decoded["messages"] == [{"role": "assistant", "content": "Hi"}]
+
+
+def test_ollama_thinking_goes_back_within_a_turn_that_called_tools() -> None:
+    """Ollama's tool loop with a thinking model appends the whole message, `thinking` too."""
+    ollama = (
+        b'{"model": "qwen3", "message": {"role": "assistant", "content": "", '
+        b'"thinking":  "ollama musing", "tool_calls": [{"function": {"name": "f", '
+        b'"arguments": {"x": 1}}}]}, "done": true, "done_reason": "stop"}'
+    )
+    record = thoughtline.normalize(ollama, "ollama")
+    history = build_history([record], "ollama")
+    assert json.loads(bytes(history.items()[0]))["thinking"] == "ollama musing"
+    assert history.turns[0].rules == ("reasoning_in_tool_turn",)
 
 
 def test_reasoning_from_another_provider_is_dropped_and_reported_never_pasted() -> None:
@@ -316,3 +394,35 @@ def test_turns_keep_their_record_ids_for_interleaving() -> None:
 def test_bytes_that_are_not_utf8_are_a_replay_error() -> None:
     with pytest.raises(ReplayError, match="not UTF-8"):
         read_records(b"\xff\xfe{}")
+
+
+@pytest.mark.parametrize("target", ["openai_chat", "openai_responses", "anthropic"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        b'"inlineData": {"mimeType": "image/png", "data": "AQ=="}',
+        b'"executableCode": {"language": "PYTHON", "code": "print(1)"}',
+    ],
+    ids=["media", "code"],
+)
+def test_a_gemini_thought_carrying_media_or_code_is_reported_when_it_cannot_go(
+    target: str, extra: bytes
+) -> None:
+    """`convert_contents` refuses such a part loudly; the history must at least say it left
+    it behind, never drop it unannounced."""
+    part = b'{"text": "scratch", "thought": true, ' + extra + b"}"
+    record = thoughtline.normalize(gemini(part, TEXT_PART), "gemini")
+    history = build_history([record], target)
+    assert ("replay_parts[0]", "unsupported_part") in [
+        (note.path, note.reason) for note in history.notes
+    ]
+    assert b"scratch" not in encode_history(history)
+
+
+def test_preserved_reasoning_sends_reasoning_content_back_on_every_turn() -> None:
+    """GLM's preserved thinking (`clear_thinking: false`) keeps earlier turns' reasoning."""
+    records = [chat_record("a", calls=False, reasoning="r-a")]
+    history = build_history(records, "openai_chat", preserve_reasoning=True)
+    assert json.loads(bytes(history.items()[0]))["reasoning_content"] == "r-a"
+    assert history.turns[0].rules == ("preserved_thinking",)
+    assert history.notes == []

@@ -64,7 +64,7 @@ def test_a_file_that_holds_no_records_is_a_one_line_error(
     not_records.write_bytes(GEMINI_TURN.read_bytes())
     assert main(["replay", "--to", "gemini", str(not_records)]) == 1
     error = capsysbinary.readouterr().err.decode()
-    assert error.startswith("thoughtline: record 1 is not a thoughtline record")
+    assert error.startswith(f"thoughtline: {not_records}: record 1 is not a thoughtline record")
     assert error.count("\n") == 1
 
 

@@ -80,15 +80,16 @@ def test_an_assistant_message_that_only_talks_about_delimiters_is_not_flagged(
     assert codes(chat_request({"role": "assistant", "content": content})) == []
 
 
-def test_inline_tags_in_a_user_message_are_not_flagged() -> None:
-    """A user may well write about `<think>` tags; only what the model said is checked."""
-    assert codes(chat_request({"role": "user", "content": "Use <think></think> tags"})) == []
+def test_a_user_message_naming_tags_mid_text_is_not_flagged() -> None:
+    """A user may well write about `<think>` tags; a tag opener mid-text is ordinary text."""
+    assert codes(chat_request({"role": "user", "content": "Use <think>x</think> tags"})) == []
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
-def test_a_chat_reasoning_field_on_an_assistant_message_is_flagged(field: str) -> None:
+def test_a_chat_reasoning_field_on_a_mistral_assistant_message_is_flagged(field: str) -> None:
+    """Mistral's own reasoning is `thinking` chunks; it has no such field to read it from."""
     body = chat_request({"role": "assistant", "content": "Paris.", field: THINKING})
-    assert codes(body, "openai_chat") == [
+    assert codes(body, "mistral") == [
         ("leaked_thought", "replayed_reasoning", f"messages[1].{field}")
     ]
 
@@ -205,13 +206,16 @@ def test_a_message_sharing_one_drafted_line_with_the_thinking_is_not_flagged() -
     assert codes(body) == []
 
 
-def test_history_fingerprints_cover_assistant_messages_only() -> None:
+def test_history_fingerprints_cover_assistant_and_user_messages_only() -> None:
     body = chat_request(
-        {"role": "assistant", "content": THINKING}, {"role": "user", "content": THINKING}
+        {"role": "assistant", "content": THINKING},
+        {"role": "user", "content": THINKING},
+        {"role": "system", "content": THINKING},
+        {"role": "tool", "tool_call_id": "c", "content": THINKING},
     )
     inspection = inspect_request(json.dumps(body).encode())
-    assert {item.path for item in inspection.history_fingerprints} == {"messages[1]"}
-    assert len(inspection.history_fingerprints) == 2
+    assert {item.path for item in inspection.history_fingerprints} == {"messages[1]", "messages[2]"}
+    assert len(inspection.history_fingerprints) == 4
 
 
 @pytest.mark.parametrize(
@@ -268,3 +272,61 @@ def test_an_oversize_request_is_refused_unread() -> None:
     with pytest.raises(NormalizeError, match="over the cap") as caught:
         normalize_request(b'{"messages": []}', max_payload_bytes=4)
     assert caught.value.reason == "too_large"
+
+
+@pytest.mark.parametrize(
+    "system",
+    ["be brief", [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]],
+    ids=["string", "blocks"],
+)
+def test_an_anthropic_request_of_text_blocks_only_is_read_as_anthropic(system: object) -> None:
+    body = {
+        "model": "claude",
+        "max_tokens": 64,
+        "system": system,
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
+        ],
+    }
+    assert detect_request_format(body) == "anthropic"
+
+
+def test_a_bedrock_request_with_system_blocks_stays_bedrock() -> None:
+    body = {
+        "system": [{"text": "be brief"}],
+        "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+    }
+    assert detect_request_format(body) == "bedrock_converse"
+
+
+def test_a_request_record_says_it_is_a_request() -> None:
+    assert normalize_request(json.dumps(chat_request()).encode()).kind == "request"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"tools": [{"name": "f", "input_schema": {"type": "object"}}]},
+        {"tools": [{"type": "web_search_20250305", "name": "web_search"}]},
+        {"tool_choice": {"type": "any"}},
+        {"output_config": {"effort": "low"}},
+    ],
+    ids=["input-schema", "server-tool", "tool-choice", "output-config"],
+)
+def test_an_all_text_anthropic_request_is_known_by_its_tools_or_settings(
+    extra: dict[str, object],
+) -> None:
+    body = {"model": "claude", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    assert detect_request_format({**body, **extra}) == "anthropic"
+
+
+def test_chat_tools_and_tool_choice_stay_chat() -> None:
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+        "tool_choice": {"type": "function", "function": {"name": "f"}},
+    }
+    assert detect_request_format(body) == "openai_chat"
+    assert detect_request_format({**body, "tool_choice": "auto"}) == "openai_chat"

@@ -147,7 +147,7 @@ def test_deltas_add_one_output_per_chunk_to_the_deltas_stream(settings: Settings
 
 
 def test_requests_are_inspected_and_their_record_is_marked(settings: Settings) -> None:
-    message = {"role": "assistant", "content": "4", "reasoning_content": "2 plus 2 is 4."}
+    message = {"role": "assistant", "content": "<think>2 plus 2 is 4.</think>4"}
     request = {"model": "m", "messages": [{"role": "user", "content": "2+2?"}, message]}
     outcome = run(
         settings,

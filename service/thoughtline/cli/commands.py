@@ -2,6 +2,8 @@
 
     thoughtline normalize [--format F] [FILE...]   offline, one record per file
     thoughtline normalize --explain FILE...         what inline extraction took out, and why
+    thoughtline inspect [--format F] [FILE...]     the request check offline, one record per file
+    thoughtline replay --to F RECORDS.jsonl        the next-turn history from records
     thoughtline schema [--write DIR]               the JSON Schemas of entry and record
     thoughtline serve | publish | tail | demo       the service (see thoughtline.cli.service)
     thoughtline --version                          the installed version
@@ -49,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"thoughtline {_version()}")
     subparsers = parser.add_subparsers(required=True, metavar="COMMAND")
     _add_normalize(subparsers)
+    _add_inspect(subparsers)
     _add_schema(subparsers)
     _add_service_commands(subparsers)
     _add_replay(subparsers)
@@ -73,6 +76,12 @@ def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "records", metavar="RECORDS.jsonl", help="records as `normalize` prints them; - is stdin"
     )
     command.add_argument("--to", required=True, choices=KNOWN_FORMATS, help="target format")
+    command.add_argument(
+        "--preserve-reasoning",
+        action="store_true",
+        help="send a Chat record's reasoning_content (Ollama: thinking) back on every turn, not "
+        "only on turns that called tools (GLM preserved thinking, clear_thinking: false)",
+    )
 
     def run_replay(arguments: argparse.Namespace) -> int:
         from thoughtline import replay
@@ -82,7 +91,12 @@ def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         except OSError as error:
             print(f"thoughtline: {arguments.records}: {_one_line(error)}", file=sys.stderr)
             return 1
-        history = replay.build_history(replay.read_records(data), arguments.to)
+        source = "stdin" if arguments.records == "-" else arguments.records
+        history = replay.build_history(
+            replay.read_records(data, source),
+            arguments.to,
+            preserve_reasoning=arguments.preserve_reasoning,
+        )
         sys.stdout.buffer.write(replay.encode_history(history) + b"\n")
         return 0
 
@@ -101,6 +115,13 @@ def _add_normalize(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         default=DEFAULT_MAX_PAYLOAD_BYTES,
         help="refuse larger payloads (default: 32 MiB)",
     )
+    command.add_argument(
+        "--kind",
+        choices=("response", "request"),
+        default="response",
+        help="request: the files are provider request bodies, checked for reasoning sent back "
+        "as text (the same as `thoughtline inspect`)",
+    )
     mode = command.add_mutually_exclusive_group()
     mode.add_argument(
         "--deltas", action="store_true", help="for recorded streams, print one delta per chunk"
@@ -112,6 +133,26 @@ def _add_normalize(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         "reasoning or markers, by which rule and dialect",
     )
     command.set_defaults(command=run_normalize)
+
+
+def _add_inspect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`thoughtline inspect request.json`: what the worker does with a `kind=request` entry."""
+    command = subparsers.add_parser(
+        "inspect",
+        help="check provider request bodies offline for reasoning sent back as text",
+        description="Check provider request bodies (what your application is about to send) "
+        "for reasoning sent back as ordinary text: one record per file, its detections say "
+        "where. A provider's own reasoning field going back to it is protocol and not flagged.",
+    )
+    command.add_argument("files", nargs="*", metavar="FILE", help="request bodies; - is stdin")
+    command.add_argument("--format", choices=KNOWN_FORMATS, help="skip format detection")
+    command.add_argument(
+        "--max-payload-bytes",
+        type=int,
+        default=DEFAULT_MAX_PAYLOAD_BYTES,
+        help="refuse larger payloads (default: 32 MiB)",
+    )
+    command.set_defaults(command=run_normalize, kind="request", deltas=False, explain=False)
 
 
 def _add_schema(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -135,17 +176,44 @@ def run_normalize(arguments: argparse.Namespace) -> int:
     files: list[str] = arguments.files or ["-"]
     status = 0
     for name in files:
+        payload = b""
         try:
             payload = _read(name, arguments.max_payload_bytes)
             sys.stdout.buffer.write(_normalize_one(payload, name, arguments))
             sys.stdout.buffer.flush()
-        except (NormalizeError, OSError) as error:
+        except NormalizeError as error:
+            hint = _request_hint(payload) if arguments.kind == "response" else ""
+            print(f"thoughtline: {name}: {_one_line(error)}{hint}", file=sys.stderr)
+            status = 1
+        except OSError as error:
             print(f"thoughtline: {name}: {_one_line(error)}", file=sys.stderr)
             status = 1
     return status
 
 
+def _request_hint(payload: bytes) -> str:
+    """When a payload that is no response reads as a provider request body, say so."""
+    from thoughtline.format_detection import detect_request_format
+
+    try:
+        body = msgspec.json.decode(payload)
+        if not isinstance(body, dict) or "choices" in body or "candidates" in body:
+            return ""
+        found = detect_request_format(body)
+    except (msgspec.DecodeError, RecursionError, ThoughtlineError):
+        return ""
+    return f" (this looks like a {found} request body: check it with `thoughtline inspect`)"
+
+
 def _normalize_one(payload: bytes, name: str, arguments: argparse.Namespace) -> bytes:
+    if arguments.kind == "request":
+        from thoughtline.inspection import normalize_request
+
+        request = normalize_request(
+            payload, arguments.format, max_payload_bytes=arguments.max_payload_bytes
+        )
+        request.id = request.id or _file_id(name)
+        return encode(request) + b"\n"
     if arguments.explain:
         from thoughtline import explain
 

@@ -59,6 +59,8 @@ def describe_record(entry_id: bytes, record: Record) -> str:
         parts.append("tools=" + ",".join(call.name for call in record.tool_calls))
     if record.detections:
         parts.append("detections=" + ",".join(found.code for found in record.detections))
+    if record.kind == "request":  # a checked request body: it has no content to preview
+        return " ".join(parts) + " | request checked"
     return " ".join(parts) + " | " + _preview(record.content)
 
 

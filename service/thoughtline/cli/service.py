@@ -79,7 +79,14 @@ def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     publish.add_argument("--format", choices=KNOWN_FORMATS, help="skip format detection")
     publish.add_argument("--id", help="the entry id (default: the file name)")
     publish.add_argument("--meta", help="a JSON object passed through into the record")
-    publish.add_argument("--kind", choices=("response", "request"), default=None)
+    publish.add_argument(
+        "--kind",
+        choices=("response", "request"),
+        default=None,
+        help="response (the default): a provider response to normalize; request: a provider "
+        "request body your application is about to send, checked for reasoning sent back as "
+        "text (offline: `thoughtline inspect FILE`)",
+    )
     publish.add_argument("--deltas", action="store_true", help="also publish one delta per chunk")
     publish.set_defaults(command=run_publish)
 

@@ -1,8 +1,12 @@
 """Fingerprints of reasoning text, so a later request can be checked without storing the text.
 
-A fingerprint is the SHA-256 (first 128 bits, hex) of one normalized line: casefolded, runs of
-whitespace collapsed to one space, ends trimmed. Lines shorter than `MIN_SEGMENT_CHARS` after
-normalization are skipped: "OK", "**Plan**" or a bare code keyword stand in answers by chance.
+A fingerprint is the SHA-256 (first 128 bits, hex) of one normalized *segment*: a line, cut
+again after each sentence end (`.`, `!`, `?`, `:`, `;` and their full-width forms), casefolded,
+runs of whitespace collapsed to one space, ends trimmed. Segments shorter than
+`MIN_SEGMENT_CHARS` after normalization are skipped: "OK", "**Plan**" or a bare code keyword
+stand in answers by chance. Sentences, not only lines, because reasoning pasted before an answer
+with no separator at all (`...a short sentence.Paris.`) shares no whole line with it, while its
+sentences still stand whole.
 
 A message *repeats* a record's thinking when it holds at least `MIN_SHARE` of that record's
 fingerprints. A share, not a single line, because reasoning models draft answers (a code line,
@@ -14,7 +18,8 @@ the in-request check (a request that carries reasoning both marked and as ordina
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
 
 import msgspec
@@ -33,6 +38,8 @@ MAX_FINGERPRINTS_PER_RECORD: Final = 512
 
 FINGERPRINT_HEX_CHARS: Final = 32
 
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?:;\u3002\uff01\uff1f\uff1a\uff1b])")
+
 
 class HistoryFingerprint(msgspec.Struct, frozen=True):
     """One fingerprint of the ordinary text of one history message, and where that message is."""
@@ -44,15 +51,26 @@ class HistoryFingerprint(msgspec.Struct, frozen=True):
 def text_fingerprints(text: str) -> list[str]:
     """Distinct fingerprints of the qualifying lines of `text`, in first-seen order."""
     seen: dict[str, None] = {}
-    for line in text.splitlines():
-        segment = " ".join(line.split()).casefold()
-        if len(segment) < MIN_SEGMENT_CHARS:
-            continue
+    for segment in text_segments(text):
         digest = hashlib.sha256(segment.encode()).hexdigest()[:FINGERPRINT_HEX_CHARS]
         seen.setdefault(digest, None)
         if len(seen) >= MAX_FINGERPRINTS_PER_RECORD:
             break
     return list(seen)
+
+
+def text_segments(text: str) -> Iterator[str]:
+    """The normalized segments of `text` that are long enough to count, in order."""
+    for line in text.splitlines():
+        for piece in _SENTENCE_END.split(line):
+            segment = normalized(piece)
+            if len(segment) >= MIN_SEGMENT_CHARS:
+                yield segment
+
+
+def normalized(text: str) -> str:
+    """Casefolded, whitespace runs collapsed to one space, ends trimmed."""
+    return " ".join(text.split()).casefold()
 
 
 def fingerprint_history_text(path: str, text: str) -> list[HistoryFingerprint]:

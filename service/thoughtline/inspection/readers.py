@@ -5,17 +5,26 @@ https://docs.anthropic.com/en/api/messages, the Bedrock Converse request, Chat C
 https://platform.openai.com/docs/api-reference/responses/create, Mistral and Ollama `/api/chat`).
 A reader returns:
 
-- `assistant_texts`: the ordinary text of every assistant-side message (what the model will
-  read as something it said), by message path;
+- `message_texts`: the ordinary text of every assistant and user message (what the model
+  reads as something it said, or was told), by message path. User messages count because
+  multi-agent frameworks pass a peer's turn back as user text (`[peer] said: ...`);
 - `reasoning_texts`: reasoning sent under the format's own reasoning marker (Gemini thought
   parts, Anthropic `thinking`, Bedrock `reasoningContent`, Responses `reasoning` items,
-  Mistral `thinking` chunks, Ollama `thinking`, and Chat reasoning fields), by path;
+  Mistral `thinking` chunks, Ollama `thinking`, and the Chat reasoning fields
+  `reasoning_content` / `reasoning` / OpenRouter `reasoning_details`), by path;
 - `detections`: reasoning that the request sends as ordinary text by its very shape: a
   Gemini `thought` marker that is not a boolean (the API reads the part as text), a
   thought-marked or reasoning-typed part inside a Chat / Responses message (the marker means
-  nothing there), and `reasoning_content` / `reasoning` on a Chat or Mistral assistant message
-  (no such request field exists; OpenAI-compatible chat templates that know it render it
-  into the prompt as text, e.g. inside `<think>`).
+  nothing there), and `reasoning_content` / `reasoning` on a Mistral assistant message (Mistral
+  has its own `thinking` chunks and no such field).
+
+A provider's own reasoning field sent back to it is protocol, not a leak: DeepSeek answers 400
+when a thinking-mode tool loop leaves `reasoning_content` out
+(https://api-docs.deepseek.com/guides/thinking_mode), Kimi, GLM and MiniMax ask for it in tool
+loops, OpenRouter for `reasoning_details`
+(https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks). So the
+Chat reasoning fields are read as reasoning, never flagged; only what they hold repeated as
+text is.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from thoughtline.record import Detection
 
 
 class RequestReading(msgspec.Struct):
-    assistant_texts: list[tuple[str, list[str]]] = msgspec.field(default_factory=list)
+    message_texts: list[tuple[str, list[str]]] = msgspec.field(default_factory=list)
     reasoning_texts: list[tuple[str, str]] = msgspec.field(default_factory=list)
     detections: list[Detection] = msgspec.field(default_factory=list)
 
@@ -41,6 +50,8 @@ _MARKED_PART_TYPES: Final = frozenset(
     {"thinking", "redacted_thinking", "reasoning", "reasoning_text", "summary_text"}
 )
 _CHAT_REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
+_TEXT_ROLES: Final = frozenset({"user", "assistant"})
+_REASONING_DETAIL_TEXTS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 
 
 def read_gemini_request(body: dict[str, Any]) -> RequestReading:
@@ -59,18 +70,18 @@ def read_gemini_request(body: dict[str, Any]) -> RequestReading:
                 reading.reasoning_texts.append((part_path, text))
             elif isinstance(text, str):
                 texts.append(text)
-        if content.get("role") == "model" and texts:
-            reading.assistant_texts.append((path, texts))
+        if content.get("role", "user") in ("model", "user") and texts:
+            reading.message_texts.append((path, texts))
     return reading
 
 
 def read_anthropic_request(body: dict[str, Any]) -> RequestReading:
     reading = RequestReading()
-    for index, message in _assistant_messages(body):
+    for index, message in _text_messages(body):
         path = f"messages[{index}]"
         content = message.get("content")
         if isinstance(content, str):
-            reading.assistant_texts.append((path, [content]))
+            reading.message_texts.append((path, [content]))
             continue
         texts: list[str] = []
         for block_index, block in _objects(content):
@@ -83,13 +94,13 @@ def read_anthropic_request(body: dict[str, Any]) -> RequestReading:
                 if isinstance(block.get("thinking"), str):
                     reading.reasoning_texts.append((block_path, block["thinking"]))
         if texts:
-            reading.assistant_texts.append((path, texts))
+            reading.message_texts.append((path, texts))
     return reading
 
 
 def read_bedrock_request(body: dict[str, Any]) -> RequestReading:
     reading = RequestReading()
-    for index, message in _assistant_messages(body):
+    for index, message in _text_messages(body):
         path = f"messages[{index}]"
         texts: list[str] = []
         for block_index, block in _objects(message.get("content")):
@@ -101,7 +112,7 @@ def read_bedrock_request(body: dict[str, Any]) -> RequestReading:
                 if isinstance(text, str):
                     reading.reasoning_texts.append((f"{path}.content[{block_index}]", text))
         if texts:
-            reading.assistant_texts.append((path, texts))
+            reading.message_texts.append((path, texts))
     return reading
 
 
@@ -112,16 +123,19 @@ def _chat_reader(reasoning_fields: tuple[str, ...], flagged: bool, mistral: bool
         reading = RequestReading()
         for index, message in _objects(body.get("messages")):
             path = f"messages[{index}]"
+            role = message.get("role")
             texts = _message_texts(message.get("content"), f"{path}.content", reading, mistral)
-            if message.get("role") != "assistant":
+            if texts and role in _TEXT_ROLES:
+                reading.message_texts.append((path, texts))
+            if role != "assistant":
                 continue
             for name in reasoning_fields:
                 if _has_text(message.get(name)):
                     reading.reasoning_texts.append((f"{path}.{name}", message[name]))
                     if flagged:
                         reading.detections.append(leaked("replayed_reasoning", f"{path}.{name}"))
-            if texts:
-                reading.assistant_texts.append((path, texts))
+            if not mistral:
+                reading.reasoning_texts.extend(_reasoning_details(message, path))
         return reading
 
     return read
@@ -140,9 +154,19 @@ def read_responses_request(body: dict[str, Any]) -> RequestReading:
         if item.get("type", "message") != "message":
             continue
         texts = _message_texts(item.get("content"), f"{path}.content", reading, mistral=False)
-        if item.get("role") == "assistant" and texts:
-            reading.assistant_texts.append((path, texts))
+        if texts and item.get("role") in _TEXT_ROLES:
+            reading.message_texts.append((path, texts))
     return reading
+
+
+def _reasoning_details(message: dict[str, Any], path: str) -> list[tuple[str, str]]:
+    """The texts of OpenRouter / MiniMax `reasoning_details` entries (encrypted ones have none)."""
+    found = []
+    for index, detail in _objects(message.get("reasoning_details")):
+        field = _REASONING_DETAIL_TEXTS.get(str(detail.get("type")))
+        if field is not None and _has_text(detail.get(field)):
+            found.append((f"{path}.reasoning_details[{index}]", detail[field]))
+    return found
 
 
 def _message_texts(content: Any, path: str, reading: RequestReading, mistral: bool) -> list[str]:
@@ -175,11 +199,12 @@ def _objects(value: Any) -> list[tuple[int, dict[str, Any]]]:
     return [(index, item) for index, item in enumerate(value) if isinstance(item, dict)]
 
 
-def _assistant_messages(body: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+def _text_messages(body: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The assistant and user messages (system prompts and tool results are not checked)."""
     return [
         (index, message)
         for index, message in _objects(body.get("messages"))
-        if message.get("role") == "assistant"
+        if message.get("role") in _TEXT_ROLES
     ]
 
 
@@ -194,6 +219,6 @@ def _reads_as_true(value: Any) -> bool:
     return isinstance(value, (int, float)) and value == 1
 
 
-read_chat_request: Final = _chat_reader(_CHAT_REASONING_FIELDS, flagged=True, mistral=False)
+read_chat_request: Final = _chat_reader(_CHAT_REASONING_FIELDS, flagged=False, mistral=False)
 read_mistral_request: Final = _chat_reader(_CHAT_REASONING_FIELDS, flagged=True, mistral=True)
 read_ollama_request: Final = _chat_reader(("thinking",), flagged=False, mistral=False)

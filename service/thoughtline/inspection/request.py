@@ -5,9 +5,11 @@ reasoning back to the model as ordinary text (`leaked_thought` / `replayed_reaso
 
 - by shape (`request_formats.py`): a broken or meaningless thought marker, a reasoning field
   the format has no place for;
-- inline: an assistant message whose text holds `<think>` / `<thinking>` blocks;
-- within the request: an assistant message repeating reasoning the same request also sends
-  under a reasoning marker (`fingerprints.repeated_reasoning`);
+- inline: an assistant or user message whose text holds reasoning in any dialect of
+  docs/inline-reasoning.md (`<think>`, `[THINK]`, harmony, ...);
+- within the request: an assistant or user message repeating reasoning the same request also
+  sends under a reasoning marker: at least half of that reasoning's segments stand in the
+  message's text, wherever they stand (glued to the answer with no separator included);
 - across records (done by the worker, which has Redis): `history_fingerprints` are checked
   against the thinking fingerprints of earlier records of the same conversation
   (`conversation_store.ConversationStore.check_request`).
@@ -24,10 +26,11 @@ from thoughtline.format_detection import detect_request_format
 from thoughtline.formats import inline_reasoning
 from thoughtline.formats.compose import EMPTY_META, decode, leaked
 from thoughtline.inspection.fingerprints import (
+    MIN_SHARE,
     HistoryFingerprint,
     fingerprint_history_text,
-    repeated_reasoning,
-    text_fingerprints,
+    normalized,
+    text_segments,
 )
 from thoughtline.inspection.readers import RequestReading
 from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_payload
@@ -75,6 +78,7 @@ def inspect_request(
     meta_raw = checked.meta
     record = Record(
         id=record_id or "",
+        kind="request",
         format=cast(FormatName, chosen),  # checked, or detected
         provider=row.provider,
         model=body.get("model") if isinstance(body.get("model"), str) else None,
@@ -85,19 +89,19 @@ def inspect_request(
 
 
 def history_fingerprints(reading: RequestReading) -> list[HistoryFingerprint]:
-    """Fingerprints of each assistant message's ordinary text (its texts one per line)."""
+    """Fingerprints of each message's ordinary text (its texts one per line)."""
     return [
         fingerprint
-        for path, texts in reading.assistant_texts
+        for path, texts in reading.message_texts
         for fingerprint in fingerprint_history_text(path, "\n".join(texts))
     ]
 
 
 def _inline_detections(reading: RequestReading) -> list[Detection]:
-    """An assistant text holding inline reasoning tags sends that reasoning back as text."""
+    """A message text holding inline reasoning sends that reasoning back as text."""
     return [
         leaked("replayed_reasoning", path)
-        for path, texts in reading.assistant_texts
+        for path, texts in reading.message_texts
         if _holds_reasoning(inline_reasoning.extract("".join(texts)))
     ]
 
@@ -110,14 +114,34 @@ def _holds_reasoning(extraction: inline_reasoning.InlineExtraction) -> bool:
 
 
 def _in_request_repeats(reading: RequestReading) -> list[Detection]:
-    owners: dict[str, str] = {}
-    sizes: dict[str, int] = {}
-    for path, text in reading.reasoning_texts:
-        fingerprints = text_fingerprints(text)
-        sizes[path] = len(fingerprints)
-        for fingerprint in fingerprints:
-            owners.setdefault(fingerprint, path)
-    return repeated_reasoning(history_fingerprints(reading), owners, sizes)
+    """Messages holding `MIN_SHARE` of one marked reasoning's segments, found as substrings:
+    the request has the text itself, so a segment glued to its neighbour still counts.
+
+    Only reasoning that stands before the message, or in it, counts: reasoning restates the
+    question it answers (a thinking that lists the user's queries quotes the user), and that
+    is the reasoning quoting the message, not the message repeating the reasoning."""
+    owned = [
+        (_position(path), segments)
+        for path, text in reading.reasoning_texts
+        if (segments := list(dict.fromkeys(text_segments(text))))
+    ]
+    detections = []
+    for path, texts in reading.message_texts:
+        message = normalized(" ".join(texts))
+        position = _position(path)
+        for reasoning_position, segments in owned:
+            if reasoning_position > position:
+                continue
+            found = sum(1 for segment in segments if segment in message)
+            if found >= MIN_SHARE * len(segments):
+                detections.append(leaked("replayed_reasoning", path))
+                break
+    return detections
+
+
+def _position(path: str) -> int:
+    """The history index a path starts with: `messages[3].content[0]` -> 3."""
+    return int(path.split("[", 1)[1].split("]", 1)[0])
 
 
 def _distinct(detections: list[Detection]) -> list[Detection]:

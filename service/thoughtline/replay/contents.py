@@ -18,7 +18,8 @@ The rules (docs/replay.md, "Gemini-style history to OpenAI"), in the order a par
    `ReplayError` ("no contents"): the caller sent nothing, which is a different mistake.
 
 `rebuild_foreign_content` turns another agent's turn into context for this one and keeps each
-part's thought flag, so the rules above still drop that agent's reasoning.
+text's thought flag, so the rules above still drop that agent's reasoning (and only that: its
+calls are described unflagged).
 """
 
 from __future__ import annotations
@@ -87,32 +88,34 @@ def convert_contents(contents: Any, to: ConversionTarget) -> ConvertedHistory:
 
 
 def rebuild_foreign_content(content: dict[str, Any], author: str) -> dict[str, Any]:
-    """Another agent's model turn as user-side context, each part keeping its thought flag.
+    """Another agent's model turn as user-side context, each text keeping its thought flag.
 
+    The flag goes with the reasoning text only: a call or response the agent made is described
+    in a part of its own, never flagged, so dropping the reasoning downstream keeps the call.
     Signatures stay behind: they belong to that agent's own model turn, not to this one.
     """
     parts: list[dict[str, Any]] = [{"text": "For context:"}]
     for part in content.get("parts") or []:
-        text = _foreign_text(part, author)
-        if text is None:
-            continue
-        rebuilt: dict[str, Any] = {"text": text}
-        if part.get("thought") is True:
-            rebuilt["thought"] = True
-        parts.append(rebuilt)
+        text = part.get("text")
+        if isinstance(text, str) and text.strip():
+            said: dict[str, Any] = {"text": f"[{author}] said: {text}"}
+            if part.get("thought") is True:
+                said["thought"] = True
+            parts.append(said)
+        description = _foreign_call(part, author)
+        if description is not None:
+            parts.append({"text": description})
     return {"role": "user", "parts": parts}
 
 
-def _foreign_text(part: dict[str, Any], author: str) -> str | None:
-    call, result, text = part.get("functionCall"), part.get("functionResponse"), part.get("text")
+def _foreign_call(part: dict[str, Any], author: str) -> str | None:
+    call, result = part.get("functionCall"), part.get("functionResponse")
     if isinstance(call, dict):
         arguments = msgspec.json.encode(call.get("args") or {}).decode()
         return f"[{author}] called tool `{call.get('name')}` with parameters: {arguments}"
     if isinstance(result, dict):
         output = msgspec.json.encode(result.get("response")).decode()
         return f"[{author}] `{result.get('name')}` tool returned result: {output}"
-    if isinstance(text, str) and text.strip():
-        return f"[{author}] said: {text}"
     return None
 
 

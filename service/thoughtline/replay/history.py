@@ -4,13 +4,18 @@ For each record, in order:
 
 - a record of the target format goes back natively: its replay parts byte for byte, minus the
   reasoning the provider does not need (`parts.py`, `messages.py`); when inline reasoning was cut
-  out of its visible text, that text is replaced by the record's `content`;
+  out of its visible text, that text is replaced by the record's `content`. A Chat-shaped
+  record's own reasoning field goes back where its provider asks for it: `reasoning_details`
+  always, `reasoning_content` / Ollama `thinking` for the records of a *tool turn* (the records
+  from one user message to the next, read as: up to and including the first record without
+  tool calls, or to the end of the history) that called a tool;
 - a record of another format is rebuilt from its `content` and `tool_calls` (`rebuild.py`): its
   reasoning, text or opaque, never crosses providers;
 - a record that leaves nothing to send adds no turn (an empty assistant turn is one the model
   never sent).
 
-Every drop is a `ReplayNote` (record, path into the record, reason): reported, never silent.
+Every drop is a `ReplayNote` (record, path into the record, reason): reported, never silent;
+every turn says which carry-back rules it followed (`ReplayTurn.rules`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from thoughtline.replay.parts import (
     NoteReason,
     PartFormat,
     PartReading,
+    ReplayRule,
+    carries_rebuildable,
     encode_raw,
     fields_of,
     read_part,
@@ -50,6 +57,11 @@ class ReplayTurn(msgspec.Struct, frozen=True):
 
     record_id: str
     items: list[msgspec.Raw]
+    rules: tuple[ReplayRule, ...] = ()
+    """The carry-back rules this turn followed: `thought_signatures`, `signed_thinking`,
+    `reasoning_items`, `reasoning_details`, `reasoning_in_tool_turn`, `preserved_thinking`;
+    `answer_only` when no
+    reasoning state went back; `rebuilt_from_content` for a record of another format."""
 
 
 class History(msgspec.Struct):
@@ -65,36 +77,72 @@ class History(msgspec.Struct):
 _Kept = tuple[int, msgspec.Raw, PartReading]
 
 
-def build_history(records: Iterable[Record], to: str) -> History:
-    """The assistant turns of `records` for a request in format `to`, with notes on every drop."""
+def build_history(
+    records: Iterable[Record], to: str, *, preserve_reasoning: bool = False
+) -> History:
+    """The assistant turns of `records` for a request in format `to`, with notes on every drop.
+
+    `preserve_reasoning`: a Chat-shaped record's `reasoning_content` (Ollama: `thinking`) goes
+    back on every turn, not only on turns that called tools: for a request that asks the
+    provider to keep earlier reasoning (GLM's preserved thinking, `clear_thinking: false`).
+    """
     if to not in KNOWN_FORMATS:
         raise ReplayError(f"unknown target format {to!r}; known: {', '.join(KNOWN_FORMATS)}")
     history = History(format=to, turns=[], notes=[])
-    for index, record in enumerate(records):
-        items = _record_items(record, index, to, history.notes)
+    listed = list(records)
+    for index, (record, tool_turn) in enumerate(zip(listed, tool_turns(listed), strict=True)):
+        items, rules = _record_items(
+            record, index, to, history.notes, tool_turn, preserve_reasoning
+        )
         if items:
-            history.turns.append(ReplayTurn(record.id, items))
+            history.turns.append(ReplayTurn(record.id, items, rules))
         else:
             history.notes.append(ReplayNote(record.id, record.format, "", "empty_turn"))
     return history
 
 
+def tool_turns(records: list[Record]) -> list[bool]:
+    """For each record: whether it belongs to a turn that called a tool.
+
+    A turn runs from one user message to the next; in a history of assistant records that is up
+    to and including the first record without tool calls (the model answered, so the user speaks
+    next), or to the end (a tool loop still open).
+    """
+    flags: list[bool] = []
+    start = 0
+    for index, record in enumerate(records):
+        if not record.tool_calls or index == len(records) - 1:
+            called = any(turn_record.tool_calls for turn_record in records[start : index + 1])
+            flags.extend([called] * (index + 1 - start))
+            start = index + 1
+    return flags
+
+
 def encode_history(history: History) -> bytes:
-    """`{"format", <request field>: [...], "notes": [...]}`; opaque parts keep their bytes."""
+    """`{"format", <request field>: [...], "turns": [...], "notes": [...]}`; opaque parts keep
+    their bytes. `turns` says, per record, which carry-back rules its items followed."""
     field = registry.format_named(history.format).history_field
+    turns = [{"record_id": turn.record_id, "rules": turn.rules} for turn in history.turns]
     return msgspec.json.encode(
-        {"format": history.format, field: history.items(), "notes": history.notes}
+        {"format": history.format, field: history.items(), "turns": turns, "notes": history.notes}
     )
 
 
 def _record_items(
-    record: Record, record_index: int, target: str, notes: list[ReplayNote]
-) -> list[msgspec.Raw]:
+    record: Record,
+    record_index: int,
+    target: str,
+    notes: list[ReplayNote],
+    tool_turn: bool,
+    preserve: bool,
+) -> tuple[list[msgspec.Raw], tuple[ReplayRule, ...]]:
     if record.format != target:
-        return _foreign_items(record, record_index, target, notes)
+        return _foreign_items(record, record_index, target, notes), ("rebuilt_from_content",)
     if registry.format_named(target).message_shaped:
-        return _message_items(record, notes)
-    return _part_items(record, notes)
+        return _message_items(record, notes, tool_turn, preserve)
+    items, carried_state = _part_items(record, notes)
+    rule = _part_format(record.format).rule if carried_state else "answer_only"
+    return items, (rule,)
 
 
 def _foreign_items(
@@ -104,6 +152,12 @@ def _foreign_items(
     if not paths and record.thinking is not None:
         paths = ["thinking"]
     notes.extend(ReplayNote(record.id, record.format, path, "foreign_reasoning") for path in paths)
+    if not registry.format_named(record.format).message_shaped:
+        notes.extend(
+            _note(record, index, "unsupported_part")
+            for index, raw in enumerate(record.replay_parts)
+            if not carries_rebuildable(record.format, raw)
+        )
     ids, assigned = rebuild.call_ids(record, record_index, target)
     notes.extend(
         ReplayNote(record.id, record.format, f"tool_calls[{index}]", "tool_call_id_assigned")
@@ -130,22 +184,31 @@ def reasoning_paths(record: Record) -> list[str]:
     return paths
 
 
-def _message_items(record: Record, notes: list[ReplayNote]) -> list[msgspec.Raw]:
+def _message_items(
+    record: Record, notes: list[ReplayNote], tool_turn: bool, preserve: bool
+) -> tuple[list[msgspec.Raw], tuple[ReplayRule, ...]]:
     tool_calls: list[msgspec.Raw] = []
+    carried: dict[str, msgspec.Raw] = {}
+    rules: list[ReplayRule] = []
     for index, raw in enumerate(record.replay_parts):
-        reading = read_message(raw)
+        reading = read_message(raw, record.format, tool_turn=tool_turn, preserve=preserve)
         tool_calls.extend(reading.tool_calls)
+        carried.update(reading.carried)
+        rules.extend(rule for rule in reading.rules if rule not in rules)
         notes.extend(
             ReplayNote(record.id, record.format, f"replay_parts[{index}]{suffix}", reason)
             for suffix, reason in reading.dropped
         )
     if _has_inline_reasoning(record):  # `content` is already cut; say what it lost
         notes.append(ReplayNote(record.id, record.format, "content", "inline_reasoning"))
-    message = native_message(record, tool_calls)
-    return [] if message is None else [msgspec.Raw(message)]
+    message = native_message(record, tool_calls, carried)
+    if message is None:
+        return [], ()
+    return [msgspec.Raw(message)], tuple(rules) or ("answer_only",)
 
 
-def _part_items(record: Record, notes: list[ReplayNote]) -> list[msgspec.Raw]:
+def _part_items(record: Record, notes: list[ReplayNote]) -> tuple[list[msgspec.Raw], bool]:
+    """The record's kept parts as turn items, and whether reasoning state is among them."""
     spec = _part_format(record.format)
     kept: list[_Kept] = []
     for index, raw in enumerate(record.replay_parts):
@@ -159,9 +222,10 @@ def _part_items(record: Record, notes: list[ReplayNote]) -> list[msgspec.Raw]:
     if record.format == "openai_responses":
         kept = _drop_trailing_reasoning(record, kept, notes)
     parts = [raw for _, raw, _ in kept]
+    carried_state = any(reading.kind == "opaque" or reading.signed for _, _, reading in kept)
     if not parts or spec.assistant_role is None:
-        return parts
-    return [encode_raw({"role": spec.assistant_role, spec.parts_field: parts})]
+        return parts, carried_state
+    return [encode_raw({"role": spec.assistant_role, spec.parts_field: parts})], carried_state
 
 
 def _rewrite_visible(record: Record, kept: list[_Kept], notes: list[ReplayNote]) -> list[_Kept]:

@@ -2,10 +2,17 @@
 
 Their next-turn assistant message is the record's `content` (inline reasoning already cut out)
 and the message's own `tool_calls` entries, byte for byte (ids and argument strings exactly as
-the provider wrote them). Nothing else goes back: `reasoning_content`, `reasoning`, Ollama
-`thinking` and Mistral `thinking` chunks are reasoning text the provider does not need; OpenRouter
-`reasoning_details` are opaque state that the Chat history contract has no place for. Each is
-dropped and reported.
+the provider wrote them), plus the provider's own reasoning field where its protocol asks for
+it back (the rules: `history.py` and docs/replay.md):
+
+- `reasoning_details` (OpenRouter, MiniMax): always, byte for byte;
+- `reasoning_content` (DeepSeek, Kimi, GLM, xAI, llama.cpp, vLLM) and Ollama `thinking`: for
+  the records of a turn that called tools, byte for byte; for every record when the caller
+  asks to preserve reasoning (GLM's preserved thinking, `clear_thinking: false`);
+- `reasoning` (Groq answers 400 to it on an assistant message; the servers that accept it do
+  not require it) and Mistral `thinking` chunks: never.
+
+What does not go back is dropped and reported.
 """
 
 from __future__ import annotations
@@ -14,8 +21,9 @@ from typing import Final
 
 import msgspec
 
+from thoughtline import registry
 from thoughtline.record import Record
-from thoughtline.replay.parts import Fields, NoteReason, fields_of, value_of
+from thoughtline.replay.parts import Fields, NoteReason, ReplayRule, fields_of, value_of
 
 _REASONING_TEXT_FIELDS: Final = ("reasoning_content", "reasoning", "thinking")
 _OPAQUE_REASONING_FIELD: Final = "reasoning_details"
@@ -27,34 +35,67 @@ class MessageReading(msgspec.Struct, frozen=True):
     dropped: list[tuple[str, NoteReason]]
     """(path inside the message, reason) of every reasoning field the next turn leaves out."""
     has_opaque_reasoning: bool
+    carried: dict[str, msgspec.Raw] = msgspec.field(default_factory=dict)
+    """Reasoning fields that go back, by name, byte for byte."""
+    rules: tuple[ReplayRule, ...] = ()
+    """Which carry-back rules put them there."""
 
 
-def read_message(raw: msgspec.Raw) -> MessageReading:
+def read_message(
+    raw: msgspec.Raw, format_name: str = "", *, tool_turn: bool = False, preserve: bool = False
+) -> MessageReading:
+    """The message's tool calls, and its reasoning fields: carried back or dropped.
+
+    Without a `format_name` nothing is carried (every reasoning field reads as dropped: where
+    the record's reasoning sits, for a history of another format).
+    """
     fields = fields_of(raw) or {}
-    dropped: list[tuple[str, NoteReason]] = [
-        (f".{name}", "reasoning_text")
-        for name in _REASONING_TEXT_FIELDS
-        if value_of(fields, name) not in (None, "")
-    ]
+    carried: dict[str, msgspec.Raw] = {}
+    rules: list[ReplayRule] = []
+    dropped: list[tuple[str, NoteReason]] = []
     details = value_of(fields, _OPAQUE_REASONING_FIELD)
     has_opaque = isinstance(details, list) and bool(details)
-    if has_opaque:
+    tool_turn_reasoning = (
+        registry.format_named(format_name).tool_turn_reasoning if format_name else None
+    )
+    if has_opaque and tool_turn_reasoning is not None:
+        carried[_OPAQUE_REASONING_FIELD] = fields[_OPAQUE_REASONING_FIELD]
+        rules.append("reasoning_details")
+    elif has_opaque:
         dropped.append((f".{_OPAQUE_REASONING_FIELD}", "format_takes_no_reasoning"))
+    tool_turn_field = tool_turn_reasoning if tool_turn or preserve else None
+    for name in _REASONING_TEXT_FIELDS:
+        if value_of(fields, name) in (None, ""):
+            continue
+        if name == tool_turn_field:
+            carried[name] = fields[name]
+            rules.append("reasoning_in_tool_turn" if tool_turn else "preserved_thinking")
+        else:
+            dropped.append((f".{name}", "reasoning_text"))
     content = value_of(fields, "content")
     for index, chunk in enumerate(content if isinstance(content, list) else []):
         if isinstance(chunk, dict) and chunk.get("type") == "thinking":
             dropped.append((f".content[{index}]", "reasoning_text"))
-    return MessageReading(_tool_calls(fields), dropped, has_opaque)
+    return MessageReading(_tool_calls(fields), dropped, has_opaque, carried, tuple(rules))
 
 
-def native_message(record: Record, tool_calls: list[msgspec.Raw]) -> bytes | None:
-    """The assistant message for the format that produced the record; None when empty."""
+def native_message(
+    record: Record,
+    tool_calls: list[msgspec.Raw],
+    carried: dict[str, msgspec.Raw] | None = None,
+) -> bytes | None:
+    """The assistant message for the format that produced the record; None when empty.
+
+    `carried` reasoning fields ride along only on a message that says something or calls a
+    tool: a reasoning-only turn adds no message (its reasoning has no answer to stand beside).
+    """
     if not record.content and not tool_calls:
         return None
     message: dict[str, object] = {
         "role": "assistant",
         "content": _content_value(record, bool(tool_calls)),
     }
+    message.update(carried or {})
     if tool_calls:
         message["tool_calls"] = tool_calls
     return msgspec.json.encode(message)

@@ -39,7 +39,20 @@ NoteReason = Literal[
     "inline_reasoning",
     "empty_turn",
     "tool_call_id_assigned",
+    "unsupported_part",
 ]
+
+ReplayRule = Literal[
+    "thought_signatures",
+    "signed_thinking",
+    "reasoning_items",
+    "reasoning_details",
+    "reasoning_in_tool_turn",
+    "preserved_thinking",
+    "answer_only",
+    "rebuilt_from_content",
+]
+"""Which carry-back rule a turn followed (docs/replay.md, "What goes back, per provider")."""
 
 Fields = dict[str, msgspec.Raw]
 
@@ -180,28 +193,64 @@ class PartFormat:
     rewrite_visible: Callable[[Fields, str], Fields | None]
     assistant_role: str | None
     """The role of the one message that wraps the parts; None: the parts are the items."""
+    rule: ReplayRule
+    """The carry-back rule a turn follows when reasoning state goes back with it."""
+    is_call: Callable[[Fields], bool]
+    """A client tool call (or its result): rebuilt in another format from `tool_calls`."""
     parts_field: str = "content"
+
+
+def _has_field(*names: str) -> Callable[[Fields], bool]:
+    return lambda fields: any(name in fields for name in names)
+
+
+def _typed(type_name: str) -> Callable[[Fields], bool]:
+    return lambda fields: value_of(fields, "type") == type_name
 
 
 GEMINI_PARTS: Final[PartFormat] = PartFormat(
     _read_gemini,
     _rewrite_text_field(frozenset({"text", "thought"})),
     assistant_role="model",
+    rule="thought_signatures",
+    is_call=_has_field("functionCall", "functionResponse"),
     parts_field="parts",
 )
 ANTHROPIC_BLOCKS: Final[PartFormat] = PartFormat(
     _read_anthropic,
     _rewrite_text_field(frozenset({"type", "text", "citations"})),
     assistant_role="assistant",
+    rule="signed_thinking",
+    is_call=_typed("tool_use"),
 )
 BEDROCK_BLOCKS: Final[PartFormat] = PartFormat(
-    _read_bedrock, _rewrite_text_field(frozenset({"text"})), assistant_role="assistant"
+    _read_bedrock,
+    _rewrite_text_field(frozenset({"text"})),
+    assistant_role="assistant",
+    rule="signed_thinking",
+    is_call=_has_field("toolUse"),
 )
 RESPONSES_ITEMS: Final[PartFormat] = PartFormat(
-    _read_responses, _rewrite_message_item, assistant_role=None
+    _read_responses,
+    _rewrite_message_item,
+    assistant_role=None,
+    rule="reasoning_items",
+    is_call=_typed("function_call"),
 )
 """The part-list formats' readers (the registry names each format's); the Chat-shaped
 formats are in `messages.py`."""
+
+
+def carries_rebuildable(format_name: str, raw: msgspec.Raw) -> bool:
+    """Whether a part's meaning survives a rebuild from `content` and `tool_calls`: visible
+    text, a client tool call, or reasoning (noted apart). Anything else (media, code, a
+    server-side tool item) has no place in another format's history."""
+    reading = read_part(format_name, raw)
+    if reading.kind != "other":
+        return True
+    part_format = registry.format_named(format_name).replay_parts
+    fields = fields_of(raw)
+    return part_format is not None and fields is not None and part_format.is_call(fields)
 
 
 def read_part(format_name: str, raw: msgspec.Raw) -> PartReading:

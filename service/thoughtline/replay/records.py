@@ -15,7 +15,7 @@ from thoughtline.record import Record
 from thoughtline.record import decode as decode_record
 
 
-def read_records(data: bytes) -> list[Record]:
+def read_records(data: bytes, source: str = "records") -> list[Record]:
     """Records as `thoughtline normalize` prints them: a sequence of JSON values.
 
     One per line usually, but a pretty-printed replay part keeps its line breaks, so the values
@@ -33,12 +33,20 @@ def read_records(data: bytes) -> list[Record]:
             _, end = decoder.raw_decode(text, position)
             record = decode_record(text[position:end].encode())
         except (ValueError, msgspec.ValidationError) as error:
+            hint = ""
+            if not records and _looks_like_a_payload(text[position:]):
+                hint = " (it looks like a raw provider payload: run `thoughtline normalize` first)"
             raise ReplayError(
-                f"record {len(records) + 1} is not a thoughtline record: {error}"
+                f"{source}: record {len(records) + 1} is not a thoughtline record{hint}: {error}"
             ) from error
         records.append(record)
         position = _skip_space(text, end)
     return records
+
+
+def _looks_like_a_payload(text: str) -> bool:
+    """A response body or stream, not a record: no record schema marker at its start."""
+    return '"thoughtline.record/' not in text[:200]
 
 
 def _skip_space(text: str, position: int) -> int:
