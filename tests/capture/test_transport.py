@@ -4,15 +4,12 @@ one entry per provider exchange, streams published when they end or are cut, `me
 from __future__ import annotations
 
 import asyncio
-import gzip
 import importlib
 import time
 from types import ModuleType
 
-import msgspec
 import pytest
 import redis
-from prometheus_client import CollectorRegistry
 
 from tests.capture.conftest import meta_of, published
 from tests.capture.replay import ReplayServer
@@ -23,14 +20,15 @@ from thoughtline.capture.exchanges import format_of
 pytestmark = pytest.mark.redis
 
 LIBRARIES = ["httpx", "httpx2"]
-BODY = b'{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}\n'
+BODY = (
+    b'{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,'
+    b'"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}\n'
+)
+_CHUNK = b'data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,'
 STREAM = (
-    b"".join(
-        b'data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"%d "}}]}\n\n'
-        % number
-        for number in range(40)
-    )
-    + b'data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    b"".join(_CHUNK + b'"delta":{"content":"%d "}}]}\n\n' % number for number in range(40))
+    + _CHUNK
+    + b'"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
 )
 REQUEST = b'{"model":"m","messages":[{"role":"user","content":"hello"}],"stream":false}'
 
@@ -90,11 +88,11 @@ def test_a_stream_is_handed_on_chunk_by_chunk_and_published_whole_when_it_ends(
 ) -> None:
     http = library(name)
     server.reply(STREAM, content_type="text/event-stream", mode="chunked", pieces=10)
-    with http.Client(transport=capture.Transport(publisher=publisher)) as client:
-        with client.stream(
-            "POST", f"{server.url}/v1/chat/completions", content=REQUEST
-        ) as response:
-            received = list(response.iter_raw())
+    with (
+        http.Client(transport=capture.Transport(publisher=publisher)) as client,
+        client.stream("POST", f"{server.url}/v1/chat/completions", content=REQUEST) as response,
+    ):
+        received = list(response.iter_raw())
     assert b"".join(received) == STREAM
     assert len(received) > 1
     [entry] = published(redis_client, stream, 1)
@@ -109,11 +107,11 @@ def test_a_stream_abandoned_half_way_is_published_once_as_truncated(
 ) -> None:
     http = library(name)
     server.reply(STREAM, content_type="text/event-stream", mode="stall_half", pieces=10)
-    with http.Client(transport=capture.Transport(publisher=publisher)) as client:
-        with client.stream(
-            "POST", f"{server.url}/v1/chat/completions", content=REQUEST
-        ) as response:
-            first = next(response.iter_raw())
+    with (
+        http.Client(transport=capture.Transport(publisher=publisher)) as client,
+        client.stream("POST", f"{server.url}/v1/chat/completions", content=REQUEST) as response,
+    ):
+        first = next(response.iter_raw())
     server.release.set()
     [entry] = published(redis_client, stream, 1)
     assert STREAM.startswith(entry["payload"]) and entry["payload"].startswith(first)
@@ -130,9 +128,9 @@ def test_a_broken_connection_reaches_the_caller_as_before_and_publishes_what_arr
 ) -> None:
     http = library(name)
     server.reply(STREAM, content_type="text/event-stream", mode="break_half", pieces=10)
-    with http.Client(transport=capture.Transport(publisher=publisher)) as client:
-        with pytest.raises(http.RemoteProtocolError):
-            client.post(f"{server.url}/v1/chat/completions", content=REQUEST)
+    client = http.Client(transport=capture.Transport(publisher=publisher))
+    with client, pytest.raises(http.RemoteProtocolError):
+        client.post(f"{server.url}/v1/chat/completions", content=REQUEST)
     [entry] = published(redis_client, stream, 1)
     assert STREAM.startswith(entry["payload"]) and 0 < len(entry["payload"]) < len(STREAM)
     assert meta_of(entry)["ended"] == "broken"

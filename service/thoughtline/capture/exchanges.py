@@ -110,9 +110,7 @@ def entries_of(capture: Capture) -> list[dict[str, bytes]] | None:
             )
         )
     if capture.publish_response and body:
-        entries.append(
-            client.entry(body, format=capture.format, id=capture.exchange_id, meta=meta)
-        )
+        entries.append(client.entry(body, format=capture.format, id=capture.exchange_id, meta=meta))
     return entries
 
 

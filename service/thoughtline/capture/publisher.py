@@ -169,9 +169,7 @@ class Publisher:
         _live.discard(self)
 
     def _start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._run, name="thoughtline-capture", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name="thoughtline-capture", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
@@ -182,8 +180,7 @@ class Publisher:
                 if self._closed:
                     return
                 batch = [
-                    self._buffer.popleft()
-                    for _ in range(min(self._batch_size, len(self._buffer)))
+                    self._buffer.popleft() for _ in range(min(self._batch_size, len(self._buffer)))
                 ]
                 self._buffered_bytes -= sum(capture.size for capture in batch)
                 self._in_flight = len(batch)

@@ -18,7 +18,6 @@ import logging
 import threading
 import time
 import uuid
-from collections import ChainMap
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from types import ModuleType, TracebackType
@@ -76,9 +75,7 @@ class _Capturing:
         if publisher is None:
             if redis_url is None:
                 raise ValueError("capture needs a redis_url or a publisher")
-            publisher = shared_publisher(
-                redis_url, stream=stream, maxlen=maxlen, registry=registry
-            )
+            publisher = shared_publisher(redis_url, stream=stream, maxlen=maxlen, registry=registry)
         self.publisher = publisher
         self._inner = inner
         self._inner_options = inner_options
@@ -93,9 +90,7 @@ class _Capturing:
         if self._inner is None:
             with self._inner_lock:
                 if self._inner is None:
-                    self._inner = getattr(_library_of(request), class_name)(
-                        **self._inner_options
-                    )
+                    self._inner = getattr(_library_of(request), class_name)(**self._inner_options)
         return self._inner
 
     def _begin(self, request: Any) -> Capture | None:
@@ -127,7 +122,7 @@ class _Capturing:
                 request_body=body,
                 publish_request=self._requests,
                 publish_response=True,
-                meta=ChainMap(context_meta, self._meta) if context_meta else self._meta,
+                meta={**self._meta, **context_meta} if context_meta else self._meta,
                 started=time.perf_counter(),
             )
         except Exception:
