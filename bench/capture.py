@@ -12,7 +12,8 @@ the interpreter counts against capture too.
 Two runs of non-streamed calls: back to back (the publisher's thread then competes with the
 calls for the interpreter, the worst case), and with the provider answering after
 `--provider-ms` (1 ms by default; real providers take far longer), when that work fits in the
-wait as it does in an application. Reported: per non-streamed call, the median and p99 of both and the added median / p99;
+wait as it does in an application. Reported: per non-streamed call, the median and p99 of
+both and the added median / p99;
 per stream chunk, the added time (the captured stream's time minus the bare one's, divided by
 the chunk count, medians of the rounds). Goals: added median under 50 us for a 5 KB body,
 nothing measurable per chunk.

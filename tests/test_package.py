@@ -1,5 +1,6 @@
 """Package-wide contracts: a pure core (nothing outside `worker/`, `cli/`, `capture/` and the
-client does I/O), schemas in sync, every detection code documented, every module in the README layout."""
+client does I/O), schemas in sync, every detection code documented, every module in the README
+layout."""
 
 from __future__ import annotations
 
