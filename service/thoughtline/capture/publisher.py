@@ -184,17 +184,23 @@ class Publisher:
                 ]
                 self._buffered_bytes -= sum(capture.size for capture in batch)
                 self._in_flight = len(batch)
+            failed = False
             try:
-                self._send(batch)
-            except Exception:  # never let the thread die: an unknown failure is a drop too
-                logger.exception("thoughtline capture: publishing failed")
-                self._drop("redis_error", len(batch))
+                failed = self._send(batch)
+            except Exception as error:  # never let the thread die: an unknown failure drops too
+                logger.debug("thoughtline capture: publishing failed", exc_info=True)
+                self._failed(len(batch), error)
+                failed = True
             finally:
                 with self._lock:
                     self._in_flight = 0
                     self._wake.notify_all()
+            del batch  # before the pause: the buffer's bound is all that stays in memory
+            if failed:
+                self._pause()
 
-    def _send(self, batch: list[Capture]) -> None:
+    def _send(self, batch: list[Capture]) -> bool:
+        """XADD the batch in one pipeline; True when Redis could not be used."""
         pipeline = self._client.pipeline(transaction=False)
         queued = 0
         undecodable = 0
@@ -214,18 +220,19 @@ class Publisher:
         if undecodable:
             self._drop("undecodable", undecodable)
         if not queued:
-            return
+            return False
         try:
             results = pipeline.execute(raise_on_error=False)
         except (redis.RedisError, OSError) as error:
             self._failed(queued, error)
-            return
+            return True
         refused = [result for result in results if isinstance(result, Exception)]
         if refused:
             self._failed(len(refused), refused[0])
         if len(refused) < queued:
             self.published += queued - len(refused)
             self._recovered()
+        return len(refused) == queued
 
     def _failed(self, count: int, error: BaseException) -> None:
         self._drop("redis_error", count)
@@ -238,6 +245,9 @@ class Publisher:
                 type(error).__name__,
                 _first_line(str(error)),
             )
+
+    def _pause(self) -> None:
+        """Wait before the next try, longer while Redis stays unusable (until `close()`)."""
         pause = _RETRY_AFTER_SECONDS[min(self._failures, len(_RETRY_AFTER_SECONDS) - 1)]
         self._failures += 1
         with self._lock:
