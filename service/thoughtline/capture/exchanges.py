@@ -5,6 +5,7 @@ thread (decoding, reading the model, encoding `meta`).
 
 from __future__ import annotations
 
+import logging
 import re
 import zlib
 from collections.abc import Callable, Mapping
@@ -22,8 +23,18 @@ that stops at its terminal event, or a caller that stopped reading); the connect
 
 __all__ = ["Capture", "entries_of", "format_of"]
 
-_GEMINI_MODEL: Final = re.compile(r"models/([^/:]+):(?:stream)?[gG]enerateContent$")
-_STREAM_TYPES: Final = ("text/event-stream", "application/x-ndjson", "application/jsonl")
+logger = logging.getLogger(__name__)
+
+_MODEL_IN_PATH: Final = re.compile(
+    r"models/([^/:]+):(?:stream)?[gG]enerateContent$|/model/(.+)/converse(?:-stream)?$"
+)
+_EVENT_STREAM: Final = "application/vnd.amazon.eventstream"
+_STREAM_TYPES: Final = (
+    "text/event-stream",
+    "application/x-ndjson",
+    "application/jsonl",
+    _EVENT_STREAM,
+)
 
 
 def format_of(method: str, host: str, path: str, user_agent: str) -> FormatName | None:
@@ -86,8 +97,10 @@ def entries_of(capture: Capture) -> list[dict[str, bytes]] | None:
         if decoded is None:
             return None
         body = decoded
+    if capture.content_type.startswith(_EVENT_STREAM):
+        body = _event_lines(body)
     request = _read_request(capture.request_body)
-    model = _gemini_model(capture.method_path) or request.model
+    model = _model_in_path(capture.method_path) or request.model
     streamed = bool(request.stream) or _is_stream(capture)
     meta = dict(capture.meta)
     meta.update(
@@ -120,9 +133,28 @@ def _is_stream(capture: Capture) -> bool:
     )
 
 
-def _gemini_model(path: str) -> str | None:
-    found = _GEMINI_MODEL.search(path)
-    return found.group(1) if found else None
+def _model_in_path(path: str) -> str | None:
+    """Gemini's and Bedrock's model, named in the URL rather than the body."""
+    found = _MODEL_IN_PATH.search(path)
+    return (found.group(1) or found.group(2)) if found else None
+
+
+def _event_lines(body: bytes) -> bytes:
+    """A binary AWS event stream as JSON lines, `{"<event type>": <payload bytes>}`; a frame
+    cut short at the end is left out."""
+    from botocore.eventstream import EventStreamBuffer  # type: ignore[import-untyped]
+
+    buffer = EventStreamBuffer()
+    buffer.add_data(body)
+    lines = []
+    try:
+        for message in buffer:
+            headers = message.headers
+            name = headers.get(":event-type") or headers.get(":exception-type") or "unknown"
+            lines.append(b'{"%s":%s}' % (str(name).encode(), message.payload or b"{}"))
+    except Exception:  # a damaged frame: what came before it stands
+        logger.debug("thoughtline capture: event stream frame not read", exc_info=True)
+    return b"\n".join(lines)
 
 
 def _read_request(body: bytes | None) -> _RequestView:
