@@ -207,3 +207,22 @@ def test_close_flushes_what_was_buffered(
     publisher.close(5)
     assert redis_client.xlen(stream) == 200
     assert sum(dropped(registry, reason) for reason in capture.DROP_REASONS) == 0
+
+
+class _Failing(Publisher):
+    def submit(self, capture: object) -> None:
+        raise RuntimeError("a bug in capture")
+
+
+def test_a_failure_inside_capture_never_reaches_the_caller(
+    redis_url: str, registry: CollectorRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken_format(request: object) -> None:
+        raise ValueError("a bug in the caller's format function")
+
+    failing = _Failing(redis_url, registry=registry)
+    with caplog.at_level(logging.INFO):
+        _calls(capture.Transport(publisher=failing, inner=_Replay()), 3)
+        _calls(capture.Transport(publisher=failing, inner=_Replay(), format=broken_format), 3)
+    ours = [record for record in caplog.records if record.name.startswith("thoughtline")]
+    assert not [record for record in ours if record.levelno >= logging.INFO]
