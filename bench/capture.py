@@ -107,6 +107,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--linger", type=float, default=0.005, help="the publisher's, seconds")
     parser.add_argument(
         "--provider-ms",
         type=float,
@@ -115,7 +116,9 @@ def main() -> None:
     )
     arguments = parser.parse_args()
     stream = f"{{bench-capture-{uuid.uuid4().hex[:8]}}}:raw"
-    publisher = capture.Publisher(arguments.redis_url, stream=stream, maxlen=1000)
+    publisher = capture.Publisher(
+        arguments.redis_url, stream=stream, maxlen=1000, linger=arguments.linger
+    )
     try:
         _bodies(publisher, 300)  # warm up
         runs = [

@@ -92,6 +92,7 @@ class Publisher:
         max_bytes: int = 64 * 1024 * 1024,
         batch_size: int = 100,
         socket_timeout: float = 2.0,
+        linger: float = 0.005,
         registry: CollectorRegistry | None = None,
     ) -> None:
         if client is None:
@@ -109,6 +110,8 @@ class Publisher:
         self._max_entries = max_entries
         self._max_bytes = max_bytes
         self._batch_size = batch_size
+        self._linger = linger
+        self._flushing = 0
         self._dropped = dropped_counter(registry)
         self._buffer: collections.deque[Capture] = collections.deque()
         self._buffered_bytes = 0
@@ -148,11 +151,16 @@ class Publisher:
         """Wait until everything submitted so far was sent (or dropped); False on timeout."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while self._buffer or self._in_flight:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._thread is None or not self._thread.is_alive():
-                    return not (self._buffer or self._in_flight)
-                self._wake.wait(min(remaining, 0.05))
+            self._flushing += 1
+            self._wake.notify_all()  # no lingering for a fuller batch now
+            try:
+                while self._buffer or self._in_flight:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or self._thread is None or not self._thread.is_alive():
+                        return not (self._buffer or self._in_flight)
+                    self._wake.wait(min(remaining, 0.05))
+            finally:
+                self._flushing -= 1
         return True
 
     def close(self, timeout: float = 5.0) -> None:
@@ -177,6 +185,9 @@ class Publisher:
             with self._lock:
                 while not self._buffer and not self._closed:
                     self._wake.wait()
+                if len(self._buffer) < self._batch_size and not self._flushing:
+                    # gather a fuller batch: one wake-up and one pipeline for many calls
+                    self._wake.wait(self._linger)
                 if self._closed:
                     return
                 batch = [
