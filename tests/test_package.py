@@ -1,5 +1,6 @@
-"""Package-wide contracts: a pure core (nothing outside `worker/`, `cli/` and the client does
-I/O), schemas in sync, every detection code documented, every module in the README layout."""
+"""Package-wide contracts: a pure core (nothing outside `worker/`, `cli/`, `capture/` and the
+client does I/O), schemas in sync, every detection code documented, every module in the README
+layout."""
 
 from __future__ import annotations
 
@@ -12,16 +13,27 @@ from thoughtline import detection_codes, readme_tables, schema
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "service" / "thoughtline"
-EDGES = ("worker", "cli")
-"""The layers that do I/O: the worker and the command line (and `client.py`, for producers
-and consumers). Everything else is the pure core."""
+EDGES = ("worker", "cli", "capture")
+"""The layers that do I/O: the worker, the command line and capture in applications (and
+`client.py`, for producers and consumers). Everything else is the pure core."""
 EDGE_MODULES = {"client.py"}
 PURE_MODULES = [
     module
     for module in sorted(PACKAGE.rglob("*.py"))
     if module.relative_to(PACKAGE).parts[0] not in EDGES and module.name not in EDGE_MODULES
 ]
-IO_LIBRARIES = {"redis", "faststream", "prometheus_client", "logging", "socket", "asyncio"}
+IO_LIBRARIES = {
+    "redis",
+    "faststream",
+    "prometheus_client",
+    "logging",
+    "socket",
+    "asyncio",
+    "threading",
+    "httpx",
+    "httpx2",
+    "botocore",
+}
 
 
 def _imported_roots(path: Path) -> set[str]:

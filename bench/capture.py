@@ -1,0 +1,156 @@
+"""Capture's added latency: the capturing transport against the bare one, same run.
+
+    python bench/capture.py [--calls N] [--chunks N] [--redis-url URL]
+
+Both clients talk to the same in-process inner transport (no network: what is measured is the
+capture, not a socket), which answers a 5 KB JSON body in two chunks, or a stream of
+`--chunks` 100-byte SSE events. Calls alternate bare / captured so machine noise hits both
+alike. The captured client publishes to a real Redis (`--redis-url`, default the local one,
+on a stream of its own, deleted after) from its background thread, so the thread's share of
+the interpreter counts against capture too.
+
+Two runs of non-streamed calls: back to back (the publisher's thread then competes with the
+calls for the interpreter, the worst case), and with the provider answering after
+`--provider-ms` (1 ms by default; real providers take far longer), when that work fits in the
+wait as it does in an application. Reported: per non-streamed call, the median and p99 of
+both and the added median / p99;
+per stream chunk, the added time (the captured stream's time minus the bare one's, divided by
+the chunk count, medians of the rounds). Goals: added median under 50 us for a 5 KB body,
+nothing measurable per chunk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import redis
+
+from thoughtline import capture
+
+BODY = b'{"id":"msg_1","type":"message","content":[{"type":"text","text":"%s"}]}' % (b"x" * 5000)
+
+
+class _Chunks(httpx.SyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._chunks
+
+
+class _Inner(httpx.BaseTransport):
+    def __init__(self, chunks: list[bytes], content_type: str, wait: float = 0.0) -> None:
+        self._chunks = chunks
+        self._content_type = content_type
+        self._wait = wait
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if self._wait:
+            time.sleep(self._wait)  # the provider thinking: the GIL is free, as on a socket
+        headers = {"content-type": self._content_type}
+        return httpx.Response(200, headers=headers, stream=_Chunks(self._chunks))
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * share))]
+
+
+def _bodies(
+    publisher: capture.Publisher, calls: int, wait: float = 0.0
+) -> tuple[list[float], list[float]]:
+    inner = _Inner([BODY[:2500], BODY[2500:]], "application/json", wait)
+    bare = httpx.Client(transport=inner)
+    captured = httpx.Client(transport=capture.Transport(publisher=publisher, inner=inner))
+    url = "http://provider.test/v1/messages"
+    request = b'{"model":"claude","max_tokens":1024,"messages":[]}'
+    times: tuple[list[float], list[float]] = ([], [])
+    for index in range(calls):
+        for client, into in ((bare, times[0]), (captured, times[1])):
+            started = time.perf_counter_ns()
+            response = client.post(url, content=request)
+            response.read()
+            into.append((time.perf_counter_ns() - started) / 1000)
+        if index % 500 == 499:
+            publisher.flush(10)  # keep the buffer from filling: measure publishing, not drops
+    return times
+
+
+def _streams(publisher: capture.Publisher, chunks: int, rounds: int) -> list[float]:
+    event = b'data: {"type":"content_block_delta","delta":{"text":"%s"}}\n\n' % (b"y" * 40)
+    inner = _Inner([event] * chunks, "text/event-stream")
+    bare = httpx.Client(transport=inner)
+    captured = httpx.Client(transport=capture.Transport(publisher=publisher, inner=inner))
+    url = "http://provider.test/v1/messages"
+    added = []
+    for _ in range(rounds):
+        spent = []
+        for client in (bare, captured):
+            started = time.perf_counter_ns()
+            with client.stream("POST", url, content=b'{"model":"m","stream":true}') as response:
+                for _chunk in response.iter_raw():
+                    pass
+            spent.append((time.perf_counter_ns() - started) / 1000)
+        added.append((spent[1] - spent[0]) / chunks)
+        publisher.flush(10)
+    return added
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=5000)
+    parser.add_argument("--chunks", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--linger", type=float, default=0.005, help="the publisher's, seconds")
+    parser.add_argument(
+        "--provider-ms",
+        type=float,
+        default=1.0,
+        help="the second run's provider answers after this long (the first: at once)",
+    )
+    arguments = parser.parse_args()
+    stream = f"{{bench-capture-{uuid.uuid4().hex[:8]}}}:raw"
+    publisher = capture.Publisher(
+        arguments.redis_url, stream=stream, maxlen=1000, linger=arguments.linger
+    )
+    try:
+        _bodies(publisher, 300)  # warm up
+        runs = [
+            ("provider answers at once", _bodies(publisher, arguments.calls)),
+            (
+                f"provider answers after {arguments.provider_ms:g} ms",
+                _bodies(publisher, arguments.calls // 5, arguments.provider_ms / 1000),
+            ),
+        ]
+        per_chunk = _streams(publisher, arguments.chunks, arguments.rounds)
+        publisher.flush(10)
+        published = publisher.published
+    finally:
+        publisher.close(5)
+        redis.Redis.from_url(arguments.redis_url).delete(stream)
+    for title, (bare, captured) in runs:
+        bare_median, captured_median = statistics.median(bare), statistics.median(captured)
+        bare_p99, captured_p99 = _percentile(bare, 0.99), _percentile(captured, 0.99)
+        print(f"non-streamed 5 KB body, {title}, {len(bare)} calls each, us per call:")
+        print(f"  bare      median {bare_median:8.1f}  p99 {bare_p99:8.1f}")
+        print(f"  captured  median {captured_median:8.1f}  p99 {captured_p99:8.1f}")
+        print(
+            f"  added     median {captured_median - bare_median:8.1f}  "
+            f"p99 {captured_p99 - bare_p99:8.1f}   (goal: median < 50)"
+        )
+    chunk_median = statistics.median(per_chunk)
+    print(
+        f"stream of {arguments.chunks} chunks, {arguments.rounds} rounds: added per chunk "
+        f"median {chunk_median * 1000:.0f} ns (p90 {_percentile(per_chunk, 0.9) * 1000:.0f} ns)"
+    )
+    print(f"entries published: {published}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""One captured exchange: which provider call it was (from the URL), and the input entries it
+becomes. Only `format_of` runs on the request path; `entries_of` runs on the publisher's
+thread (decoding, reading the model, encoding `meta`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import msgspec
+
+from thoughtline import client
+from thoughtline.record import FormatName
+
+Ending = Literal["complete", "closed", "broken"]
+"""How the response body ended: read to its end; closed by the caller before its end (an SDK
+that stops at its terminal event, or a caller that stopped reading); the connection failed."""
+
+__all__ = ["Capture", "entries_of", "format_of"]
+
+logger = logging.getLogger(__name__)
+
+_MODEL_IN_PATH: Final = re.compile(
+    r"models/([^/:]+):(?:stream)?[gG]enerateContent$|/model/(.+)/converse(?:-stream)?$"
+)
+_EVENT_STREAM: Final = "application/vnd.amazon.eventstream"
+_STREAM_TYPES: Final = (
+    "text/event-stream",
+    "application/x-ndjson",
+    "application/jsonl",
+    _EVENT_STREAM,
+)
+
+
+def format_of(method: str, host: str, path: str, user_agent: str) -> FormatName | None:
+    """The wire format of a provider call, from its URL; None for any other request (model
+    lists, files, embeddings...), which is passed through and not published."""
+    if method != "POST":
+        return None
+    if path.endswith((":generateContent", ":streamGenerateContent")):
+        return "gemini"
+    if path.endswith("/chat/completions"):
+        if host.endswith("mistral.ai") or user_agent.startswith("mistral-client"):
+            return "mistral"
+        return "openai_chat"
+    if path.endswith("/responses"):
+        return "openai_responses"
+    if path.endswith("/v1/messages") or (path.endswith("/messages") and "/threads/" not in path):
+        return "anthropic"
+    if path.endswith(("/api/chat", "/api/generate")):
+        return "ollama"
+    return None
+
+
+@dataclass(slots=True)
+class Capture:
+    """What the transport saw of one exchange; turned into entries off the request path."""
+
+    format: FormatName | None
+    exchange_id: str
+    method_path: str
+    status: int
+    content_type: str
+    content_encoding: str
+    request_body: bytes | None
+    publish_request: bool
+    publish_response: bool
+    meta: Mapping[str, Any]
+    started: float
+    ended: float = 0.0
+    chunks: list[bytes] | None = None
+    ending: Ending = "closed"
+    size: int = 0
+    response_decoder: Callable[[bytes, str], bytes] | None = None
+    """The HTTP library's own decoding, for encodings other than gzip and deflate."""
+
+
+class _RequestView(msgspec.Struct):
+    model: str | None = None
+    stream: bool | None = None
+
+
+_request_decoder: Final = msgspec.json.Decoder(_RequestView)
+
+
+def entries_of(capture: Capture) -> list[dict[str, bytes]] | None:
+    """The entry fields to `XADD` (the request first, when asked for); None when the body's
+    content encoding cannot be undone."""
+    body = b"".join(capture.chunks or ())
+    if body and capture.content_encoding:
+        decoded = _decoded(body, capture)
+        if decoded is None:
+            return None
+        body = decoded
+    if capture.content_type.startswith(_EVENT_STREAM):
+        body = _event_lines(body)
+    request = _read_request(capture.request_body)
+    model = _model_in_path(capture.method_path) or request.model
+    streamed = bool(request.stream) or _is_stream(capture)
+    meta = dict(capture.meta)
+    meta.update(
+        model=model,
+        path=capture.method_path,
+        status=capture.status,
+        latency_ms=round((capture.ended - capture.started) * 1000, 3),
+        stream=streamed,
+        ended=capture.ending,
+    )
+    entries = []
+    if capture.publish_request and capture.request_body:
+        entries.append(
+            client.entry(
+                capture.request_body,
+                format=capture.format,
+                id=capture.exchange_id,
+                meta=meta,
+                kind="request",
+            )
+        )
+    if capture.publish_response and body:
+        entries.append(client.entry(body, format=capture.format, id=capture.exchange_id, meta=meta))
+    return entries
+
+
+def _is_stream(capture: Capture) -> bool:
+    return capture.content_type.startswith(_STREAM_TYPES) or capture.method_path.endswith(
+        ":streamGenerateContent"
+    )
+
+
+def _model_in_path(path: str) -> str | None:
+    """Gemini's and Bedrock's model, named in the URL rather than the body."""
+    found = _MODEL_IN_PATH.search(path)
+    return (found.group(1) or found.group(2)) if found else None
+
+
+def _event_lines(body: bytes) -> bytes:
+    """A binary AWS event stream as JSON lines, `{"<event type>": <payload bytes>}`; a frame
+    cut short at the end is left out."""
+    from botocore.eventstream import EventStreamBuffer  # type: ignore[import-untyped]
+
+    buffer = EventStreamBuffer()
+    buffer.add_data(body)
+    lines = []
+    try:
+        for message in buffer:
+            headers = message.headers
+            name = headers.get(":event-type") or headers.get(":exception-type") or "unknown"
+            lines.append(b'{"%s":%s}' % (str(name).encode(), message.payload or b"{}"))
+    except Exception:  # a damaged frame: what came before it stands
+        logger.debug("thoughtline capture: event stream frame not read", exc_info=True)
+    return b"\n".join(lines)
+
+
+def _read_request(body: bytes | None) -> _RequestView:
+    if not body:
+        return _RequestView()
+    try:
+        return _request_decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return _RequestView()
+
+
+def _decoded(body: bytes, capture: Capture) -> bytes | None:
+    """Undo the content encoding; a cut gzip or deflate body gives what arrived of it."""
+    encodings = [part.strip() for part in capture.content_encoding.lower().split(",")]
+    for encoding in reversed(encodings):
+        if encoding in ("", "identity"):
+            continue
+        try:
+            if encoding in ("gzip", "x-gzip"):
+                body = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(body)
+            elif encoding == "deflate":
+                body = _inflate(body)
+            elif capture.response_decoder is not None:
+                body = capture.response_decoder(body, encoding)
+            else:
+                return None
+        except Exception:  # any decoder's failure is one drop, never an error in the app
+            return None
+    return body
+
+
+def _inflate(body: bytes) -> bytes:
+    try:
+        return zlib.decompressobj().decompress(body)
+    except zlib.error:  # raw deflate, without the zlib header
+        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body)

@@ -1,0 +1,356 @@
+"""httpx transports (sync and async) that publish every provider exchange they carry.
+
+`Transport` / `AsyncTransport` wrap an inner transport (by default the HTTP transport of the
+library the client belongs to: `httpx` or `httpx2`, chosen from the first request) and change
+nothing the SDK sees: the response object is the inner transport's own, its byte stream
+replaced by one that hands each chunk on at once and keeps a reference to it. When the body
+ends, or the caller stops reading, or the connection breaks, the chunks go to the publisher's
+buffer in one append; everything else (joining, decoding, `meta`, `XADD`) happens on the
+publisher's thread. A failure inside the capture itself is logged at DEBUG and never reaches
+the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextvars import ContextVar
+from types import ModuleType, TracebackType
+from typing import Any, Final, Self
+
+from prometheus_client import CollectorRegistry
+
+from thoughtline.capture.exchanges import Capture, format_of
+from thoughtline.capture.publisher import Publisher, shared_publisher
+from thoughtline.client import INPUT_STREAM
+from thoughtline.record import FormatName
+
+__all__ = ["AsyncTransport", "FormatChoice", "Transport", "context"]
+
+logger = logging.getLogger(__name__)
+
+FormatChoice = FormatName | Callable[[Any], FormatName | None] | None
+"""A format for every exchange the URL rules recognise, or a function of the request that
+decides alone (None: not a provider call, pass it through)."""
+
+_EMPTY: Final[Mapping[str, Any]] = {}
+_context_meta: ContextVar[Mapping[str, Any]] = ContextVar("thoughtline_capture_meta")
+
+
+@contextlib.contextmanager
+def context(**meta: Any) -> Iterator[None]:
+    """Add `meta` to every exchange captured inside the block (this thread or task, and the
+    tasks it starts), on top of the transport's own `meta`: `with context(conversation_id=c):`."""
+    token = _context_meta.set({**_context_meta.get(_EMPTY), **meta})
+    try:
+        yield
+    finally:
+        _context_meta.reset(token)
+
+
+class _Capturing:
+    """What both transports share: the settings and the start of a capture."""
+
+    def __init__(
+        self,
+        redis_url: str | None = None,
+        *,
+        publisher: Publisher | None = None,
+        inner: Any = None,
+        stream: str = INPUT_STREAM,
+        maxlen: int | None = None,
+        format: FormatChoice = None,
+        meta: Mapping[str, Any] | None = None,
+        requests: bool = False,
+        errors: bool = False,
+        registry: CollectorRegistry | None = None,
+        close_timeout: float = 2.0,
+        **inner_options: Any,
+    ) -> None:
+        if publisher is None:
+            if redis_url is None:
+                raise ValueError("capture needs a redis_url or a publisher")
+            publisher = shared_publisher(redis_url, stream=stream, maxlen=maxlen, registry=registry)
+        self.publisher = publisher
+        self._inner = inner
+        self._inner_options = inner_options
+        self._inner_lock = threading.Lock()
+        self._format = format
+        self._meta = dict(meta or {})
+        self._requests = requests
+        self._errors = errors
+        self._close_timeout = close_timeout
+
+    def _inner_for(self, request: Any, class_name: str) -> Any:
+        if self._inner is None:
+            with self._inner_lock:
+                if self._inner is None:
+                    self._inner = getattr(_library_of(request), class_name)(**self._inner_options)
+        return self._inner
+
+    def _begin(self, request: Any) -> Capture | None:
+        """A capture for a provider call, else None. Never raises."""
+        try:
+            url = request.url
+            if callable(self._format):
+                chosen = self._format(request)
+            else:
+                chosen = format_of(
+                    request.method, url.host, url.path, request.headers.get("user-agent", "")
+                )
+                if chosen is not None and self._format is not None:
+                    chosen = self._format
+            if chosen is None:
+                return None
+            try:
+                body: bytes | None = request.content
+            except Exception:  # a streamed request body: not ours to read
+                body = None
+            context_meta = _context_meta.get(_EMPTY)
+            return Capture(
+                format=chosen,
+                exchange_id=uuid.uuid4().hex,
+                method_path=url.path,
+                status=0,
+                content_type="",
+                content_encoding="",
+                request_body=body,
+                publish_request=self._requests,
+                publish_response=True,
+                meta={**self._meta, **context_meta} if context_meta else self._meta,
+                started=time.perf_counter(),
+            )
+        except Exception:
+            logger.debug("thoughtline capture: request not captured", exc_info=True)
+            return None
+
+    def _attach(self, capture: Capture, response: Any, sync: bool) -> None:
+        """Put the capturing stream in place (or publish the request alone). Never raises."""
+        try:
+            headers = response.headers
+            capture.status = response.status_code
+            capture.content_type = headers.get("content-type", "")
+            capture.content_encoding = headers.get("content-encoding", "")
+            if not 200 <= capture.status < 300 and not self._errors:
+                capture.publish_response = False
+                if capture.publish_request:
+                    capture.ending = "complete"
+                    capture.ended = time.perf_counter()
+                    self.publisher.submit(capture)
+                return
+            library = _library_of(response)
+            already_read = getattr(response, "_content", None)
+            if isinstance(already_read, bytes):  # the inner transport read it (and decoded it)
+                capture.chunks = [already_read]
+                capture.content_encoding = ""
+                capture.ending = "complete"
+                capture.ended = time.perf_counter()
+                capture.size = len(already_read) + len(capture.request_body or b"")
+                self.publisher.submit(capture)
+                return
+            capture.chunks = []
+            if capture.content_encoding:
+                capture.response_decoder = _decoder_of(library)
+            stream_class = _stream_classes(library)[0 if sync else 1]
+            response.stream = stream_class(response.stream, capture, self.publisher)
+        except Exception:
+            logger.debug("thoughtline capture: response not captured", exc_info=True)
+
+    def _flush(self) -> None:
+        try:
+            self.publisher.flush(self._close_timeout)
+        except Exception:
+            logger.debug("thoughtline capture: flush failed", exc_info=True)
+
+
+class Transport(_Capturing):
+    """An httpx (or httpx2) transport that publishes each provider exchange it carries:
+    `httpx.Client(transport=Transport(redis_url=...))`. Keyword arguments beyond the
+    capture's own go to the default inner `HTTPTransport` (`retries=`, `verify=`...)."""
+
+    def handle_request(self, request: Any) -> Any:
+        inner = self._inner_for(request, "HTTPTransport")
+        capture = self._begin(request)
+        response = inner.handle_request(request)
+        if capture is not None:
+            self._attach(capture, response, sync=True)
+        return response
+
+    def close(self) -> None:
+        try:
+            if self._inner is not None:
+                self._inner.close()
+        finally:
+            self._flush()
+
+    def __enter__(self) -> Self:
+        if self._inner is not None:
+            self._inner.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        try:
+            if self._inner is not None:
+                self._inner.__exit__(exc_type, exc_value, traceback)
+        finally:
+            self._flush()
+
+
+class AsyncTransport(_Capturing):
+    """`Transport` for `httpx.AsyncClient` (and `httpx2.AsyncClient`)."""
+
+    async def handle_async_request(self, request: Any) -> Any:
+        inner = self._inner_for(request, "AsyncHTTPTransport")
+        capture = self._begin(request)
+        response = await inner.handle_async_request(request)
+        if capture is not None:
+            self._attach(capture, response, sync=False)
+        return response
+
+    async def aclose(self) -> None:
+        try:
+            if self._inner is not None:
+                await self._inner.aclose()
+        finally:
+            await _to_thread(self._flush)
+
+    async def __aenter__(self) -> Self:
+        if self._inner is not None:
+            await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        try:
+            if self._inner is not None:
+                await self._inner.__aexit__(exc_type, exc_value, traceback)
+        finally:
+            await _to_thread(self._flush)
+
+
+async def _to_thread(function: Callable[[], None]) -> None:
+    """Wait for the flush without blocking the event loop (asyncio or trio, through anyio,
+    which both HTTP libraries depend on)."""
+    import anyio.to_thread
+
+    await anyio.to_thread.run_sync(function)
+
+
+def _library_of(value: Any) -> ModuleType:
+    """`httpx` or `httpx2`: the library a request or response object belongs to."""
+    return importlib.import_module(type(value).__module__.partition(".")[0])
+
+
+def _decoder_of(library: ModuleType) -> Callable[[bytes, str], bytes]:
+    def decode(body: bytes, encoding: str) -> bytes:
+        response = library.Response(200, headers={"content-encoding": encoding}, content=body)
+        content: bytes = response.read()
+        return content
+
+    return decode
+
+
+_stream_class_cache: dict[str, tuple[type[Any], type[Any]]] = {}
+
+
+def _stream_classes(library: ModuleType) -> tuple[type[Any], type[Any]]:
+    """The capturing byte streams as subclasses of this library's own stream classes (its
+    `Response` checks them with `isinstance`)."""
+    known = _stream_class_cache.get(library.__name__)
+    if known is None:
+        known = (
+            type("CapturingStream", (_CapturingStream, library.SyncByteStream), {}),
+            type("AsyncCapturingStream", (_AsyncCapturingStream, library.AsyncByteStream), {}),
+        )
+        _stream_class_cache[library.__name__] = known
+    return known
+
+
+class _Finishing:
+    __slots__ = ("_capture", "_done", "_inner", "_publisher")
+
+    def __init__(self, inner: Any, capture: Capture, publisher: Publisher) -> None:
+        self._inner = inner
+        self._capture = capture
+        self._publisher = publisher
+        self._done = False
+
+    def _finish(self) -> None:
+        """Hand the capture over, once: at the end of the body, on close, on a broken or
+        abandoned read."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            capture = self._capture
+            capture.ended = time.perf_counter()
+            capture.size = sum(map(len, capture.chunks or ())) + len(capture.request_body or b"")
+            self._publisher.submit(capture)
+        except Exception:
+            logger.debug("thoughtline capture: capture not handed over", exc_info=True)
+
+    def __del__(self) -> None:  # a response dropped unread and unclosed
+        if not self._done:
+            self._finish()
+
+
+class _CapturingStream(_Finishing):
+    def __iter__(self) -> Iterator[bytes]:
+        chunks = self._capture.chunks
+        assert chunks is not None
+        try:
+            for chunk in self._inner:
+                chunks.append(chunk)
+                yield chunk
+            self._capture.ending = "complete"
+        except GeneratorExit:
+            raise
+        except BaseException:
+            self._capture.ending = "broken"
+            raise
+        finally:
+            self._finish()
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._finish()
+
+
+class _AsyncCapturingStream(_Finishing):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks = self._capture.chunks
+        assert chunks is not None
+        try:
+            async for chunk in self._inner:
+                chunks.append(chunk)
+                yield chunk
+            self._capture.ending = "complete"
+        except GeneratorExit:
+            raise
+        except BaseException:
+            self._capture.ending = "broken"
+            raise
+        finally:
+            self._finish()
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._finish()
