@@ -23,29 +23,46 @@ COUNT = 48
 
 MIN_BYTES, MAX_BYTES = 700, 22_000
 
-_PLAIN = (
-    "The median of a sorted list is its middle value. ",
-    "Sort the list first, then take the element at index n // 2. ",
-    "For an even count, average the two middle elements instead. ",
-    "Quickselect finds it in linear time on average. ",
-    "A heap of size n / 2 works when the data arrive as a stream. ",
+_PROSE = (
+    "the median of a sorted list is its middle value so we sort first and then take the "
+    "element at index n over two for an even count average both middle elements quickselect "
+    "finds it in linear time on average while a heap of half the size works when the data "
+    "arrive as a stream this answer checks every case twice because off by one errors are "
+    "common and the user asked for a short proof with an example input output pair plus a "
+    "note on complexity memory stability and why the naive approach fails on large arrays"
 )
-_ASTRAL = (
-    "The answer is \U0001d465 = 42 🎯, checked twice ✅. ",
-    "Le résultat dépend de la médiane 📊 et de la moyenne. ",
-    "中位数是排序后位于中间的值 🧮。 ",
-    "Die Lösung: \U0001d53c[X] = μ, also passt es 👍. ",
+_WORDS = tuple(_PROSE.split())
+_ASTRAL_WORDS = (
+    "\U0001d465",  # mathematical italic x
+    "🎯",
+    "✅",
+    "résultat",
+    "médiane",
+    "📊",
+    "中位数",
+    "排序",
+    "Lösung",
+    "\U0001d53c",  # double-struck E
+    "μ",
+    "👍",
 )
+_LINK = "see [the docs](https://example.com/median) for details"
 
 
 def _text(rng: random.Random, size: int, astral: bool) -> str:
-    pieces = _PLAIN + _ASTRAL if astral else _PLAIN
+    """About `size` bytes of prose: random words, sentences of 6-20 words, now and then a
+    Markdown link; with `astral`, one word in eight from outside ASCII (emoji, math letters)."""
     out: list[str] = []
     length = 0
     while length < size:
-        piece = rng.choice(pieces)
-        out.append(piece)
-        length += len(piece.encode())
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(6, 20))]
+        if astral:
+            words = [rng.choice(_ASTRAL_WORDS) if rng.random() < 0.125 else w for w in words]
+        if rng.random() < 0.05:
+            words.append(_LINK)
+        sentence = " ".join(words).capitalize() + ". "
+        out.append(sentence)
+        length += len(sentence.encode())
     return "".join(out)
 
 

@@ -162,9 +162,10 @@ def build_record(
     inline = inline_reasoning.extract(
         turn.visible_text, thought_label=may_carry_thought_label(turn.model)
     )
-    detections.extend(
-        leaked(found.code, turn.visible_path, found.dialect) for found in inline.detections
-    )
+    if inline.detections:
+        detections.extend(
+            leaked(found.code, turn.visible_path, found.dialect) for found in inline.detections
+        )
     readings = _EXPLAINED.get()
     if readings is not None:
         readings.append(VisibleTextReading(turn.visible_path, turn.visible_text, inline))
@@ -203,23 +204,30 @@ def build_record(
 
 
 def _reasoning_in_content(native: str | None, content: str) -> bool:
-    if native is None:
+    minimum = REASONING_IN_CONTENT_MIN_CHARS
+    if native is None or len(content) < minimum:
+        return False
+    # The needle's first characters, absent from almost every answer, are looked for first:
+    # stripping the whole thinking copies it, and a long needle's search first prepares it in
+    # time linear in its length.
+    head = native[: 2 * minimum].lstrip()[:minimum]
+    if len(head) == minimum and head not in content:
         return False
     needle = native.strip()
-    return len(needle) >= REASONING_IN_CONTENT_MIN_CHARS and needle in content
+    return len(needle) >= minimum and needle in content
 
 
 def _has_negative_count(usage: Usage) -> bool:
-    return any(
-        count is not None and count < 0
-        for count in (
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.reasoning_tokens,
-            usage.cached_input_tokens,
-            usage.total_tokens,
-        )
-    )
+    for count in (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+        usage.cached_input_tokens,
+        usage.total_tokens,
+    ):
+        if count is not None and count < 0:
+            return True
+    return False
 
 
 def _usage_inconsistent(usage: Usage) -> bool:
