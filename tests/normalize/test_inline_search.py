@@ -71,3 +71,24 @@ def expected(text: str, pattern: re.Pattern[str]) -> list[object]:
 def test_the_candidate_search_finds_what_the_regex_finds(text: str) -> None:
     for pattern, candidates in PATTERNS:
         assert searched(text, pattern, candidates) == expected(text, pattern)
+
+
+LEADS = ["", "<think>", "[THINK]", "<|channel>thought\n", "  <think>\n", "</think>", "reasoning "]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(LEADS),
+    st.lists(st.sampled_from(FRAGMENTS), max_size=30).map("".join),
+    st.booleans(),
+)
+@example("<think>", "a [b](c) </think> answer [x] <b>", False)
+@example("", "reasoning [x] </think> answer", False)
+@example("<think>", "a </think> b <answer>c</answer> [x]", False)
+def test_the_shortcuts_give_what_the_scanner_gives(lead: str, rest: str, label: bool) -> None:
+    """`extract` reads plain texts and single leading blocks without the scanner; with
+    candidate characters that start no marker around, it still gives the scanner's result."""
+    text = lead + rest
+    assert inline_reasoning.extract(text, thought_label=label) == inline_reasoning.scan(
+        text, thought_label=label
+    )

@@ -1062,15 +1062,15 @@ def scan(text: str, *, thought_label: bool = False) -> InlineExtraction:
 
 def _one_leading_block(text: str) -> InlineExtraction | None:
     """The most common leak, read without the scanner: one block that opens the text (or an
-    orphan closer), and after it an answer with no candidate character at all. None for
-    anything else, which the scanner reads. Gives exactly what the scanner gives."""
+    orphan closer), and after it an answer whose only markers are wrappers the scanner would
+    remove. None for anything else, which the scanner reads. Gives exactly what the scanner
+    gives (candidate characters that start no marker are text to both)."""
     start = _first_non_space(text)
-    candidate = _first_candidate(text, start)
-    if candidate != start:
-        return None if candidate < 0 else _leading_orphan(text, candidate)
-    match = _MARKERS.match(text, start)
+    match = find_marker(text, _MARKERS, start, _CANDIDATES, {})
     if match is None:
         return None
+    if match.start() != start:
+        return _leading_orphan(text, match)
     marker = _ROLES.get(match.group())
     if marker is None or marker.role != "open" or marker.dialect is None:
         return None
@@ -1079,23 +1079,19 @@ def _one_leading_block(text: str) -> InlineExtraction | None:
     inner_start = match.end()
     if dialect is _GEMMA:
         inner_start = _after_gemma_label(text, inner_start)
-    # The closer must be the first character after the opener that a block's end can start
-    # with; anything else there (a closer in another case, a tool-call marker, a `<` in the
-    # reasoning) and the scanner decides.
-    closer_at = text.find(closer[0], inner_start)
-    if closer_at < 0 or not text.startswith(closer, closer_at):
+    # The closer, as written in the dialect's table, must be the first thing after the opener
+    # that can end a block (what the scanner's block reading looks for); anything else there
+    # (a closer in another case, a tool-call marker) and the scanner decides.
+    end = find_marker(text, _BLOCK_END[dialect.name], inner_start, _BLOCK_END_CANDIDATES, {})
+    if end is None or end.group() != closer:
         return None
-    for character in _BLOCK_END_CANDIDATES:
-        if character != closer[0] and text.find(character, inner_start, closer_at) >= 0:
-            return None
-    after = closer_at + len(closer)
+    closer_at = end.start()
+    after = end.end()
     return _block_then_answer(text, dialect, start, inner_start, closer_at, after, "inline_tag")
 
 
-def _leading_orphan(text: str, candidate: int) -> InlineExtraction | None:
-    match = _MARKERS.match(text, candidate)
-    if match is None:
-        return None
+def _leading_orphan(text: str, match: re.Match[str]) -> InlineExtraction | None:
+    candidate = match.start()
     marker = _ROLES.get(match.group())
     if marker is None or marker.role != "close" or marker.dialect is None:
         return None
@@ -1135,14 +1131,13 @@ def _answer_with_wrappers(
     would remove (a token wrapper, a trailing one at the very end, a tag wrapper of the
     block's dialect); None when anything else stands there."""
     kept: list[str] = []
+    next_at: dict[str, int] = {}
     while True:
-        candidate = _first_candidate(text, position)
-        if candidate < 0:
+        match = find_marker(text, _MARKERS, position, _CANDIDATES, next_at)
+        if match is None:  # candidate characters that start no marker are text
             kept.append(text[position:])
             return "".join(kept)
-        match = _MARKERS.match(text, candidate)
-        if match is None:
-            return None
+        candidate = match.start()
         marker = _ROLES.get(match.group()) or _ROLES.get(match.group().lower())
         if marker is None or marker.dialect is None:
             return None
@@ -1158,15 +1153,6 @@ def _answer_with_wrappers(
             RemovedSpan(candidate, match.end(), "answer_wrapper", marker.dialect.name, False)
         )
         position = match.end()
-
-
-def _first_candidate(text: str, start: int) -> int:
-    first = -1
-    for character in _CANDIDATES:
-        found = text.find(character, start, first if first >= 0 else len(text))
-        if found >= 0:
-            first = found
-    return first
 
 
 def _plain_extraction(text: str, thought_label: bool) -> InlineExtraction | None:
