@@ -1043,11 +1043,12 @@ _UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(r"(?i:<think)(?:\s[^<>]*)?\Z")
 
 def extract(text: str, *, thought_label: bool = False) -> InlineExtraction:
     """Split inline reasoning out of a whole visible text."""
-    plain = _plain_extraction(text, thought_label)
+    next_at: dict[str, int] = {}  # every look below starts at or after the one before
+    plain = _plain_extraction(text, thought_label, next_at)
     if plain is not None:
         return plain
     if not (thought_label and text.startswith(_THOUGHT_LABEL)):
-        single = _one_leading_block(text)
+        single = _one_leading_block(text, next_at)
         if single is not None:
             return single
     return scan(text, thought_label=thought_label)
@@ -1060,17 +1061,17 @@ def scan(text: str, *, thought_label: bool = False) -> InlineExtraction:
     return _result(scanner)
 
 
-def _one_leading_block(text: str) -> InlineExtraction | None:
+def _one_leading_block(text: str, next_at: dict[str, int]) -> InlineExtraction | None:
     """The most common leak, read without the scanner: one block that opens the text (or an
     orphan closer), and after it an answer whose only markers are wrappers the scanner would
     remove. None for anything else, which the scanner reads. Gives exactly what the scanner
     gives (candidate characters that start no marker are text to both)."""
     start = _first_non_space(text)
-    match = find_marker(text, _MARKERS, start, _CANDIDATES, {})
+    match = find_marker(text, _MARKERS, start, _CANDIDATES, next_at)
     if match is None:
         return None
     if match.start() != start:
-        return _leading_orphan(text, match)
+        return _leading_orphan(text, match, next_at)
     marker = _ROLES.get(match.group())
     if marker is None or marker.role != "open" or marker.dialect is None:
         return None
@@ -1082,39 +1083,42 @@ def _one_leading_block(text: str) -> InlineExtraction | None:
     # The closer, as written in the dialect's table, must be the first thing after the opener
     # that can end a block (what the scanner's block reading looks for); anything else there
     # (a closer in another case, a tool-call marker) and the scanner decides.
-    end = find_marker(text, _BLOCK_END[dialect.name], inner_start, _BLOCK_END_CANDIDATES, {})
+    end = find_marker(text, _BLOCK_END[dialect.name], inner_start, _BLOCK_END_CANDIDATES, next_at)
     if end is None or end.group() != closer:
         return None
     closer_at = end.start()
     after = end.end()
-    return _block_then_answer(text, dialect, start, inner_start, closer_at, after, "inline_tag")
+    positions = (start, inner_start, closer_at, after)
+    return _block_then_answer(text, dialect, positions, "inline_tag", next_at)
 
 
-def _leading_orphan(text: str, match: re.Match[str]) -> InlineExtraction | None:
+def _leading_orphan(
+    text: str, match: re.Match[str], next_at: dict[str, int]
+) -> InlineExtraction | None:
     candidate = match.start()
     marker = _ROLES.get(match.group())
     if marker is None or marker.role != "close" or marker.dialect is None:
         return None
     if marker.dialect.kind == "phrase" or text.startswith(_PHRASE_OPENERS, _first_non_space(text)):
         return None
-    return _block_then_answer(
-        text, marker.dialect, 0, 0, candidate, match.end(), "orphan_close_tag"
-    )
+    positions = (0, 0, candidate, match.end())
+    return _block_then_answer(text, marker.dialect, positions, "orphan_close_tag", next_at)
 
 
 def _block_then_answer(
     text: str,
     dialect: Dialect,
-    span_start: int,
-    inner_start: int,
-    inner_end: int,
-    after: int,
+    positions: tuple[int, int, int, int],
     code: InlineCode,
+    next_at: dict[str, int],
 ) -> InlineExtraction | None:
+    """The block's span, its inner text, where the answer starts: `positions` are
+    (span start, inner start, inner end, after the block)."""
+    span_start, inner_start, inner_end, after = positions
     reasoning = text[inner_start:inner_end].strip()
     rule: SpanRule = "block" if code == "inline_tag" else "orphan_closer"
     spans = [RemovedSpan(span_start, after, rule, dialect.name, bool(reasoning))]
-    answer = _answer_with_wrappers(text, after, dialect, spans)
+    answer = _answer_with_wrappers(text, after, dialect, spans, next_at)
     if answer is None:
         return None
     content = answer.strip()
@@ -1125,13 +1129,16 @@ def _block_then_answer(
 
 
 def _answer_with_wrappers(
-    text: str, position: int, block_dialect: Dialect, spans: list[RemovedSpan]
+    text: str,
+    position: int,
+    block_dialect: Dialect,
+    spans: list[RemovedSpan],
+    next_at: dict[str, int],
 ) -> str | None:
     """The answer after a leading block when its only markers are answer wrappers the scanner
     would remove (a token wrapper, a trailing one at the very end, a tag wrapper of the
     block's dialect); None when anything else stands there."""
     kept: list[str] = []
-    next_at: dict[str, int] = {}
     while True:
         match = find_marker(text, _MARKERS, position, _CANDIDATES, next_at)
         if match is None:  # candidate characters that start no marker are text
@@ -1155,7 +1162,9 @@ def _answer_with_wrappers(
         position = match.end()
 
 
-def _plain_extraction(text: str, thought_label: bool) -> InlineExtraction | None:
+def _plain_extraction(
+    text: str, thought_label: bool, next_at: dict[str, int] | None = None
+) -> InlineExtraction | None:
     """The text unchanged when it holds no delimiter and opens with no phrase or label (most
     answers). None when the scanner must read it.
 
@@ -1164,7 +1173,11 @@ def _plain_extraction(text: str, thought_label: bool) -> InlineExtraction | None
     text with candidates that start no marker (a Markdown link's `[`, a `<b>`) costs one more
     pass of `find_marker` over them, instead of the scanner's set-up."""
     candidates = "<" in text or "[" in text or "`" in text or "~" in text or "◁" in text
-    if candidates and find_marker(text, _MARKERS, 0, _CANDIDATES, {}) is not None:
+    if (
+        candidates
+        and find_marker(text, _MARKERS, 0, _CANDIDATES, {} if next_at is None else next_at)
+        is not None
+    ):
         return None
     if thought_label and text.startswith(_THOUGHT_LABEL):
         return None
