@@ -32,6 +32,7 @@ from thoughtline.record import (
 )
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 REASONING_IN_CONTENT_MIN_CHARS: Final = 32
 """Shorter reasoning ("OK", "Yes.") stands in answers by chance; no detection below this."""
@@ -79,6 +80,17 @@ def decode(data: bytes | msgspec.Raw, type: type[T], what: str) -> T:
         raise NormalizeError("not_json", f"{what}: {error}") from error
     except RecursionError as error:
         raise NormalizeError("too_deep", f"{what}: nesting too deep to decode") from error
+
+
+def decode_in_one_pass(data: bytes, one_pass: type[T], layered: type[U], what: str) -> T | U:
+    """The body read into `one_pass`, a view that types in the same pass the nested members
+    the usual body has (no second decode of them); a body that view refuses (a member of
+    another shape, invalid JSON) is read into `layered`, whose lenient reading and errors it
+    then gets. The reader takes either, and gives the same turn from both."""
+    try:
+        return decoder_for(one_pass).decode(data)
+    except (msgspec.DecodeError, RecursionError):  # a ValidationError is a DecodeError
+        return decode(data, layered, what)
 
 
 def present(raw: msgspec.Raw) -> bool:
