@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SHARED
@@ -141,5 +141,10 @@ CHOICES = st.one_of(
     ),
     st.sampled_from(sorted(READERS)),
 )
+@example(
+    {"choices": [{"message": {"content": "first"}}, {"message": {"content": "second"}}]},
+    "openai_chat",
+)
+@example({"choices": [{"message": {"content": "first"}}, "not a choice"]}, "openai_chat")
 def test_bodies_of_odd_shapes_read_the_same_in_one_pass(body: dict[str, Any], name: str) -> None:
     assert_same_turn(name, msgspec.json.encode(body))
