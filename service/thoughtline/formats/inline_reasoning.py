@@ -1044,11 +1044,13 @@ _UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(r"(?i:<think)(?:\s[^<>]*)?\Z")
 def extract(text: str, *, thought_label: bool = False) -> InlineExtraction:
     """Split inline reasoning out of a whole visible text."""
     next_at: dict[str, int] = {}  # every look below starts at or after the one before
-    plain = _plain_extraction(text, thought_label, next_at)
-    if plain is not None:
-        return plain
-    if not (thought_label and text.startswith(_THOUGHT_LABEL)):
-        single = _one_leading_block(text, next_at)
+    first = _first_marker(text, next_at)
+    if first is None:
+        plain = _plain_text(text, thought_label)
+        if plain is not None:
+            return plain
+    elif not (thought_label and text.startswith(_THOUGHT_LABEL)):
+        single = _one_leading_block(text, first, next_at)
         if single is not None:
             return single
     return scan(text, thought_label=thought_label)
@@ -1061,15 +1063,15 @@ def scan(text: str, *, thought_label: bool = False) -> InlineExtraction:
     return _result(scanner)
 
 
-def _one_leading_block(text: str, next_at: dict[str, int]) -> InlineExtraction | None:
+def _one_leading_block(
+    text: str, match: re.Match[str], next_at: dict[str, int]
+) -> InlineExtraction | None:
     """The most common leak, read without the scanner: one block that opens the text (or an
     orphan closer), and after it an answer whose only markers are wrappers the scanner would
     remove. None for anything else, which the scanner reads. Gives exactly what the scanner
-    gives (candidate characters that start no marker are text to both)."""
+    gives (candidate characters that start no marker are text to both). `match` is the
+    text's first marker."""
     start = _first_non_space(text)
-    match = find_marker(text, _MARKERS, start, _CANDIDATES, next_at)
-    if match is None:
-        return None
     if match.start() != start:
         return _leading_orphan(text, match, next_at)
     marker = _ROLES.get(match.group())
@@ -1082,14 +1084,30 @@ def _one_leading_block(text: str, next_at: dict[str, int]) -> InlineExtraction |
         inner_start = _after_gemma_label(text, inner_start)
     # The closer, as written in the dialect's table, must be the first thing after the opener
     # that can end a block (what the scanner's block reading looks for); anything else there
-    # (a closer in another case, a tool-call marker) and the scanner decides.
-    end = find_marker(text, _BLOCK_END[dialect.name], inner_start, _BLOCK_END_CANDIDATES, next_at)
-    if end is None or end.group() != closer:
-        return None
-    closer_at = end.start()
-    after = end.end()
+    # (a closer in another case, a tool-call marker) and the scanner decides. Usually the first
+    # character a block's end can start with opens the closer: a few bounded finds say so.
+    closer_at = text.find(closer[0], inner_start)
+    if (
+        closer_at < 0
+        or not text.startswith(closer, closer_at)
+        or _other_block_end_before(text, closer[0], inner_start, closer_at)
+    ):
+        end = find_marker(
+            text, _BLOCK_END[dialect.name], inner_start, _BLOCK_END_CANDIDATES, next_at
+        )
+        if end is None or end.group() != closer:
+            return None
+        closer_at = end.start()
+    after = closer_at + len(closer)
     positions = (start, inner_start, closer_at, after)
     return _block_then_answer(text, dialect, positions, "inline_tag", next_at)
+
+
+def _other_block_end_before(text: str, closer_start: str, start: int, end: int) -> bool:
+    for character in _BLOCK_END_CANDIDATES:
+        if character != closer_start and text.find(character, start, end) >= 0:
+            return True
+    return False
 
 
 def _leading_orphan(
@@ -1140,7 +1158,7 @@ def _answer_with_wrappers(
     block's dialect); None when anything else stands there."""
     kept: list[str] = []
     while True:
-        match = find_marker(text, _MARKERS, position, _CANDIDATES, next_at)
+        match = _next_marker(text, position, next_at)
         if match is None:  # candidate characters that start no marker are text
             kept.append(text[position:])
             return "".join(kept)
@@ -1162,23 +1180,51 @@ def _answer_with_wrappers(
         position = match.end()
 
 
-def _plain_extraction(
-    text: str, thought_label: bool, next_at: dict[str, int] | None = None
-) -> InlineExtraction | None:
-    """The text unchanged when it holds no delimiter and opens with no phrase or label (most
-    answers). None when the scanner must read it.
+def _next_marker(text: str, position: int, next_at: dict[str, int]) -> re.Match[str] | None:
+    """The first marker at or after `position`. The first candidate character is found with a
+    few bounded finds and tried: most texts have a marker there or no candidate at all. Only
+    when it starts no marker does `find_marker` walk on (remembering positions in `next_at`,
+    so the calls of one extraction must look at non-decreasing positions)."""
+    candidate = _first_candidate(text, position)
+    if candidate < 0:
+        return None
+    match = _MARKERS.match(text, candidate)
+    if match is not None:
+        return match
+    return find_marker(text, _MARKERS, candidate + 1, _CANDIDATES, next_at)
+
+
+def _first_candidate(text: str, start: int) -> int:
+    first = -1
+    for character in _CANDIDATES:
+        found = text.find(character, start, first if first >= 0 else len(text))
+        if found >= 0:
+            first = found
+    return first
+
+
+def _first_marker(text: str, next_at: dict[str, int]) -> re.Match[str] | None:
+    """The text's first marker, None when it has none.
 
     A text with no candidate character costs one `in` per character, each a memchr-speed C
     scan (together far faster than one regex class scan, which has no fast path for `◁`). A
     text with candidates that start no marker (a Markdown link's `[`, a `<b>`) costs one more
     pass of `find_marker` over them, instead of the scanner's set-up."""
-    candidates = "<" in text or "[" in text or "`" in text or "~" in text or "◁" in text
-    if (
-        candidates
-        and find_marker(text, _MARKERS, 0, _CANDIDATES, {} if next_at is None else next_at)
-        is not None
-    ):
+    if "<" in text or "[" in text or "`" in text or "~" in text or "◁" in text:
+        return _next_marker(text, 0, next_at)
+    return None
+
+
+def _plain_extraction(text: str, thought_label: bool) -> InlineExtraction | None:
+    """The text unchanged when it holds no delimiter and opens with no phrase or label (most
+    answers). None when the scanner must read it."""
+    if _first_marker(text, {}) is not None:
         return None
+    return _plain_text(text, thought_label)
+
+
+def _plain_text(text: str, thought_label: bool) -> InlineExtraction | None:
+    """A text with no marker unchanged, unless it opens with a phrase or a label."""
     if thought_label and text.startswith(_THOUGHT_LABEL):
         return None
     start = _first_non_space(text)
