@@ -1,6 +1,6 @@
 """The scanner's candidate search finds what a plain `pattern.search` finds.
 
-`_Scanner._search` jumps between candidate characters with `str.find` instead of letting the
+`find_marker` jumps between candidate characters with `str.find` instead of letting the
 regex engine scan (much slower on one-byte text); a skipped candidate would let a delimiter
 through as text. Over texts dense in candidate characters and marker fragments, for the marker
 pattern and every dialect's block-end pattern, from every start position, it gives the same
@@ -36,14 +36,13 @@ PATTERNS = [
 
 
 def searched(text: str, pattern: re.Pattern[str], candidates: tuple[str, ...]) -> list[object]:
-    """Every match `_search` gives, walking the text the way the scanner does."""
-    scanner = inline_reasoning._Scanner(thought_label=False)
-    scanner._text = text
-    scanner._next_at = {}
+    """Every match `find_marker` gives, walking the text the way the scanner does (one table
+    of next positions for the whole walk)."""
+    next_at: dict[str, int] = {}
     found: list[object] = []
     position = 0
     while position <= len(text):
-        match = scanner._search(pattern, position, candidates)
+        match = inline_reasoning.find_marker(text, pattern, position, candidates, next_at)
         if match is None:
             break
         found.append((match.start(), match.group()))

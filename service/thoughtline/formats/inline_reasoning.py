@@ -566,12 +566,6 @@ class _Scanner:
             indent = self._line_indent + len(tail)
             self._line_indent = indent if indent <= 3 else None
 
-    def _search(
-        self, pattern: re.Pattern[str], position: int, candidates: tuple[str, ...]
-    ) -> re.Match[str] | None:
-        """`pattern.search(text, position)`, found faster (`find_marker`)."""
-        return find_marker(self._text, pattern, position, candidates, self._next_at)
-
     def _need(self, available: bool) -> None:
         if not available and not self._final:
             raise _NeedMoreTextError
@@ -640,7 +634,7 @@ class _Scanner:
 
     def _in_text(self) -> None:
         text, position = self._text, self._position
-        match = self._search(_MARKERS, position, _CANDIDATES)
+        match = find_marker(text, _MARKERS, position, _CANDIDATES, self._next_at)
         if match is None:
             self._emit_up_to(self._safe_end(position))
             return
@@ -928,7 +922,9 @@ class _Scanner:
     def _in_block(self) -> None:
         assert self._block is not None
         text, position, dialect = self._text, self._position, self._block
-        match = self._search(_BLOCK_END[dialect.name], position, _BLOCK_END_CANDIDATES)
+        match = find_marker(
+            text, _BLOCK_END[dialect.name], position, _BLOCK_END_CANDIDATES, self._next_at
+        )
         if match is None:
             if self._final:
                 self._think_up_to(len(text))
