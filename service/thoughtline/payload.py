@@ -40,11 +40,12 @@ def check_payload(
         )
     if not data or data.isspace():
         raise NormalizeError("empty", f"{what} is empty")
-    require_utf8(data, what)
+    if not data.isascii():  # a word-at-a-time scan first: most JSON on the wire is ASCII
+        require_utf8(data, what)
     if format is not None and format not in _KNOWN_FORMAT_SET:
         raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}")
     body = data if data[:1] in _JSON_OBJECT_START else data.strip()
-    return CheckedPayload(body, format, meta_object(meta))
+    return CheckedPayload(body, format, None if meta is None else meta_object(meta))
 
 
 def require_utf8(data: bytes, what: str = "payload") -> None:

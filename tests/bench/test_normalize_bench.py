@@ -24,7 +24,9 @@ def test_bench_reports_every_format_and_skips_a_missing_litellm(
     for format_name in ("gemini", "openai_responses", "openai_chat", "anthropic"):
         assert f"  {format_name} " in printed
     assert "slowest (" in printed
-    assert "gemini: normalize / plain decode = " in printed
+    for name in ("synthetic openai_chat_think ", "corpus   gemini "):
+        assert f"  {name}" in printed
+    assert "floor: slowest " in printed
     assert "LiteLLM: skipped (not installed" in printed
     assert "tagged / same-size plain = " in printed
     assert "synthetic 4 KB answers: slowest dialect / same-size plain text = " in printed

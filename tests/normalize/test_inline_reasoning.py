@@ -317,7 +317,22 @@ def test_the_shortcut_agrees_with_the_scanner_on_the_rules(
 
 
 def test_the_plain_text_check_knows_every_candidate_character() -> None:
-    from thoughtline.formats.inline_reasoning import _CANDIDATES, _plain_extraction
+    from thoughtline.formats.inline_reasoning import _CANDIDATES, _ROLES_LITERALS, _plain_extraction
 
+    markers = (*_ROLES_LITERALS, "`", "~~~")
     for character in _CANDIDATES:
-        assert _plain_extraction(f"a {character} b", thought_label=False) is None
+        marker = next(marker for marker in markers if marker.startswith(character))
+        assert _plain_extraction(f"a {marker} b", thought_label=False) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "See [the docs](https://example.com) and [1, 2, 3].",
+        "a < b and b > c, so <b>bold</b> is HTML, ~ 3 units, [x] done ◁ left",
+        "[T] [/] <t <|x ◁/ ~~ then [THINK]a[/THINK]",
+        "<think>an opener at the very start, never closed",
+    ],
+)
+def test_candidates_that_start_no_marker_read_as_the_scanner_reads_them(text: str) -> None:
+    assert extract(text) == scan(text)

@@ -159,22 +159,34 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn) -> None:
     """Every content block into the turn, in order (also used for assembled stream blocks)."""
     thinking_blocks: list[str] = []
     visible: list[str] = []
+    detections = turn.detections
+    turn.replay_parts.extend(raw_blocks)  # every block, read or not, replays as it came
     for index, raw_block in enumerate(raw_blocks):
-        path = f"{_CONTENT_PATH}[{index}]"
-        turn.replay_parts.append(raw_block)
-        block = view_or_detect(raw_block, _Block, "unknown_part", path, turn.detections)
+        block = view_or_detect(raw_block, _Block, "unknown_part", _CONTENT_PATH, detections, index)
         if block is None:
             continue
-        if block.type == "text":
-            _read_text(block, path, visible, turn.detections)
-        elif block.type == "thinking":
-            _read_thinking(block, path, thinking_blocks, turn.detections)
-        elif block.type == "redacted_thinking":
-            _check_redacted(block, path, turn.detections)
-        elif block.type == "tool_use":
+        kind = block.type
+        if kind == "text" and isinstance(block.text, str):  # the usual blocks, without a call
+            visible.append(block.text)
+            continue
+        if (
+            kind == "thinking"
+            and isinstance(block.thinking, str)
+            and is_filled_string(block.signature)
+        ):
+            thinking_blocks.append(block.thinking)
+            continue
+        path = f"{_CONTENT_PATH}[{index}]"
+        if kind == "text":
+            _read_text(block, path, visible, detections)
+        elif kind == "thinking":
+            _read_thinking(block, path, thinking_blocks, detections)
+        elif kind == "redacted_thinking":
+            _check_redacted(block, path, detections)
+        elif kind == "tool_use":
             _read_tool_use(block, path, turn)
-        elif not _is_server_block(block.type):
-            turn.detections.append(malformed("unknown_part", path))
+        elif not _is_server_block(kind):
+            detections.append(malformed("unknown_part", path))
     turn.native_thinking = join_blocks(thinking_blocks)
     turn.visible_text = "".join(visible)
 

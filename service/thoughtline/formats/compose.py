@@ -32,6 +32,7 @@ from thoughtline.record import (
 )
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 REASONING_IN_CONTENT_MIN_CHARS: Final = 32
 """Shorter reasoning ("OK", "Yes.") stands in answers by chance; no detection below this."""
@@ -79,6 +80,17 @@ def decode(data: bytes | msgspec.Raw, type: type[T], what: str) -> T:
         raise NormalizeError("not_json", f"{what}: {error}") from error
     except RecursionError as error:
         raise NormalizeError("too_deep", f"{what}: nesting too deep to decode") from error
+
+
+def decode_in_one_pass(data: bytes, one_pass: type[T], layered: type[U], what: str) -> T | U:
+    """The body read into `one_pass`, a view that types in the same pass the nested members
+    the usual body has (no second decode of them); a body that view refuses (a member of
+    another shape, invalid JSON) is read into `layered`, whose lenient reading and errors it
+    then gets. The reader takes either, and gives the same turn from both."""
+    try:
+        return decoder_for(one_pass).decode(data)
+    except (msgspec.DecodeError, RecursionError):  # a ValidationError is a DecodeError
+        return decode(data, layered, what)
 
 
 def present(raw: msgspec.Raw) -> bool:
@@ -162,9 +174,10 @@ def build_record(
     inline = inline_reasoning.extract(
         turn.visible_text, thought_label=may_carry_thought_label(turn.model)
     )
-    detections.extend(
-        leaked(found.code, turn.visible_path, found.dialect) for found in inline.detections
-    )
+    if inline.detections:
+        detections.extend(
+            leaked(found.code, turn.visible_path, found.dialect) for found in inline.detections
+        )
     readings = _EXPLAINED.get()
     if readings is not None:
         readings.append(VisibleTextReading(turn.visible_path, turn.visible_text, inline))
@@ -206,23 +219,30 @@ def build_record(
 
 
 def _reasoning_in_content(native: str | None, content: str) -> bool:
-    if native is None:
+    minimum = REASONING_IN_CONTENT_MIN_CHARS
+    if native is None or len(content) < minimum:
+        return False
+    # The needle's first characters, absent from almost every answer, are looked for first:
+    # stripping the whole thinking copies it, and a long needle's search first prepares it in
+    # time linear in its length.
+    head = native[: 2 * minimum].lstrip()[:minimum]
+    if len(head) == minimum and head not in content:
         return False
     needle = native.strip()
-    return len(needle) >= REASONING_IN_CONTENT_MIN_CHARS and needle in content
+    return len(needle) >= minimum and needle in content
 
 
 def _has_negative_count(usage: Usage) -> bool:
-    return any(
-        count is not None and count < 0
-        for count in (
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.reasoning_tokens,
-            usage.cached_input_tokens,
-            usage.total_tokens,
-        )
-    )
+    for count in (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+        usage.cached_input_tokens,
+        usage.total_tokens,
+    ):
+        if count is not None and count < 0:
+            return True
+    return False
 
 
 def _usage_inconsistent(usage: Usage) -> bool:

@@ -182,32 +182,30 @@ def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
 def _read_parts(raw_parts: list[msgspec.Raw], turn: Turn) -> None:
     thoughts: list[str] = []
     visible: list[str] = []
+    detections = turn.detections
+    turn.replay_parts.extend(raw_parts)  # every part, read or not, replays as it came
     for index, raw_part in enumerate(raw_parts):
-        path = f"{_PARTS_PATH}[{index}]"
-        turn.replay_parts.append(raw_part)
-        part = view_or_detect(raw_part, _Part, "unknown_part", path, turn.detections)
+        part = view_or_detect(raw_part, _Part, "unknown_part", _PARTS_PATH, detections, index)
         if part is None:
             continue
-        if part.text is not UNSET:
-            _read_text(part, path, thoughts, visible, turn.detections)
+        text, thought = part.text, part.thought
+        if text is not UNSET:  # a text part: the usual one, read here without a call
+            if thought is not UNSET and thought is not None and not isinstance(thought, bool):
+                detections.append(malformed("thought_not_boolean", _part_path(index)))
+            if isinstance(text, str):
+                (thoughts if thought is True else visible).append(text)
+            else:
+                detections.append(malformed("text_not_string", f"{_part_path(index)}.text"))
+        elif not part.carries_known_data():
+            detections.append(malformed("unknown_part", _part_path(index)))
         if len(part.functionCall):
-            _read_function_call(part.functionCall, f"{path}.functionCall", turn)
-        if not part.carries_known_data():
-            turn.detections.append(malformed("unknown_part", path))
+            _read_function_call(part.functionCall, f"{_part_path(index)}.functionCall", turn)
     turn.native_thinking = "".join(thoughts) or None
     turn.visible_text = "".join(visible)
 
 
-def _read_text(
-    part: _Part, path: str, thoughts: list[str], visible: list[str], detections: list[Detection]
-) -> None:
-    thought = part.thought
-    if thought is not UNSET and thought is not None and not isinstance(thought, bool):
-        detections.append(malformed("thought_not_boolean", path))
-    if not isinstance(part.text, str):
-        detections.append(malformed("text_not_string", f"{path}.text"))
-        return
-    (thoughts if thought is True else visible).append(part.text)
+def _part_path(index: int) -> str:
+    return f"{_PARTS_PATH}[{index}]"
 
 
 def _read_function_call(raw: msgspec.Raw, path: str, turn: Turn) -> None:

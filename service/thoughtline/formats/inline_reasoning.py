@@ -436,6 +436,53 @@ _Mode = Literal["text", "block", "fence"]
 _Stage = Literal["label", "phrase", "scan"]
 
 
+def find_marker(
+    text: str,
+    pattern: re.Pattern[str],
+    position: int,
+    candidates: tuple[str, ...],
+    next_at: dict[str, int],
+) -> re.Match[str] | None:
+    """`pattern.search(text, position)`, found faster: every match of `pattern` starts with
+    one of `candidates`, so `str.find` (memchr speed) jumps from one such character to the
+    next and the pattern is only tried there. The regex engine's own scan is slower than
+    `find` by two orders of magnitude on text of one byte per character (a class holding
+    `◁` has no fast path), so a `[` of a Markdown link must not hand the rest of the text
+    to it. Each character's next position is remembered: the text is scanned once."""
+    while True:
+        candidate = -1
+        for character in candidates:
+            found = next_at.get(character, position)
+            if 0 <= found < position:
+                found = position
+            if found >= position:
+                found = text.find(character, found)
+                next_at[character] = found
+            if found >= 0 and (candidate < 0 or found < candidate):
+                candidate = found
+        if candidate < 0:
+            return None
+        match = pattern.match(text, candidate)
+        if match is not None:
+            return match
+        # Until another candidate character comes, only this one's next place moves.
+        character = text[candidate]
+        bound = len(text)
+        for other in candidates:
+            found = next_at.get(other, -1)
+            if other != character and 0 <= found < bound:
+                bound = found
+        while True:
+            candidate_next = text.find(character, candidate + 1, bound)
+            if candidate_next < 0:
+                break
+            candidate = candidate_next
+            match = pattern.match(text, candidate)
+            if match is not None:
+                return match
+        position = candidate + 1
+
+
 class _Scanner:
     """The one scanner. `run(text, final)` scans `text`, which continues where the last run
     stopped, and returns how much of it was decided; steps are atomic, so a step that needs
@@ -519,28 +566,6 @@ class _Scanner:
             indent = self._line_indent + len(tail)
             self._line_indent = indent if indent <= 3 else None
 
-    def _search(
-        self, pattern: re.Pattern[str], position: int, candidates: tuple[str, ...]
-    ) -> re.Match[str] | None:
-        """`pattern.search(text, position)`, found faster: `str.find` (memchr speed) jumps to
-        the next character a match can start with; only where that character starts no match
-        does the regex scan on, at its own (slower, still C) speed."""
-        text, next_at = self._text, self._next_at
-        candidate = -1
-        for character in candidates:
-            found = next_at.get(character, position)
-            if 0 <= found < position:
-                found = position
-            if found >= position:
-                found = text.find(character, found)
-                next_at[character] = found
-            if found >= 0 and (candidate < 0 or found < candidate):
-                candidate = found
-        if candidate < 0:
-            return None
-        match = pattern.match(text, candidate)
-        return match if match is not None else pattern.search(text, candidate + 1)
-
     def _need(self, available: bool) -> None:
         if not available and not self._final:
             raise _NeedMoreTextError
@@ -609,7 +634,7 @@ class _Scanner:
 
     def _in_text(self) -> None:
         text, position = self._text, self._position
-        match = self._search(_MARKERS, position, _CANDIDATES)
+        match = find_marker(text, _MARKERS, position, _CANDIDATES, self._next_at)
         if match is None:
             self._emit_up_to(self._safe_end(position))
             return
@@ -897,7 +922,9 @@ class _Scanner:
     def _in_block(self) -> None:
         assert self._block is not None
         text, position, dialect = self._text, self._position, self._block
-        match = self._search(_BLOCK_END[dialect.name], position, _BLOCK_END_CANDIDATES)
+        match = find_marker(
+            text, _BLOCK_END[dialect.name], position, _BLOCK_END_CANDIDATES, self._next_at
+        )
         if match is None:
             if self._final:
                 self._think_up_to(len(text))
@@ -1012,11 +1039,14 @@ _UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(r"(?i:<think)(?:\s[^<>]*)?\Z")
 
 def extract(text: str, *, thought_label: bool = False) -> InlineExtraction:
     """Split inline reasoning out of a whole visible text."""
-    plain = _plain_extraction(text, thought_label)
-    if plain is not None:
-        return plain
-    if not (thought_label and text.startswith(_THOUGHT_LABEL)):
-        single = _one_leading_block(text)
+    next_at: dict[str, int] = {}  # every look below starts at or after the one before
+    first = _first_marker(text, next_at)
+    if first is None:
+        plain = _plain_text(text, thought_label)
+        if plain is not None:
+            return plain
+    elif not (thought_label and text.startswith(_THOUGHT_LABEL)):
+        single = _one_leading_block(text, first, next_at)
         if single is not None:
             return single
     return scan(text, thought_label=thought_label)
@@ -1029,17 +1059,17 @@ def scan(text: str, *, thought_label: bool = False) -> InlineExtraction:
     return _result(scanner)
 
 
-def _one_leading_block(text: str) -> InlineExtraction | None:
+def _one_leading_block(
+    text: str, match: re.Match[str], next_at: dict[str, int]
+) -> InlineExtraction | None:
     """The most common leak, read without the scanner: one block that opens the text (or an
-    orphan closer), and after it an answer with no candidate character at all. None for
-    anything else, which the scanner reads. Gives exactly what the scanner gives."""
+    orphan closer), and after it an answer whose only markers are wrappers the scanner would
+    remove. None for anything else, which the scanner reads. Gives exactly what the scanner
+    gives (candidate characters that start no marker are text to both). `match` is the
+    text's first marker."""
     start = _first_non_space(text)
-    candidate = _first_candidate(text, start)
-    if candidate != start:
-        return None if candidate < 0 else _leading_orphan(text, candidate)
-    match = _MARKERS.match(text, start)
-    if match is None:
-        return None
+    if match.start() != start:
+        return _leading_orphan(text, match, next_at)
     marker = _ROLES.get(match.group())
     if marker is None or marker.role != "open" or marker.dialect is None:
         return None
@@ -1048,46 +1078,61 @@ def _one_leading_block(text: str) -> InlineExtraction | None:
     inner_start = match.end()
     if dialect is _GEMMA:
         inner_start = _after_gemma_label(text, inner_start)
-    # The closer must be the first character after the opener that a block's end can start
-    # with; anything else there (a closer in another case, a tool-call marker, a `<` in the
-    # reasoning) and the scanner decides.
+    # The closer, as written in the dialect's table, must be the first thing after the opener
+    # that can end a block (what the scanner's block reading looks for); anything else there
+    # (a closer in another case, a tool-call marker) and the scanner decides. Usually the first
+    # character a block's end can start with opens the closer: a few bounded finds say so.
     closer_at = text.find(closer[0], inner_start)
-    if closer_at < 0 or not text.startswith(closer, closer_at):
-        return None
-    for character in _BLOCK_END_CANDIDATES:
-        if character != closer[0] and text.find(character, inner_start, closer_at) >= 0:
+    if (
+        closer_at < 0
+        or not text.startswith(closer, closer_at)
+        or _other_block_end_before(text, closer[0], inner_start, closer_at)
+    ):
+        end = find_marker(
+            text, _BLOCK_END[dialect.name], inner_start, _BLOCK_END_CANDIDATES, next_at
+        )
+        if end is None or end.group() != closer:
             return None
+        closer_at = end.start()
     after = closer_at + len(closer)
-    return _block_then_answer(text, dialect, start, inner_start, closer_at, after, "inline_tag")
+    positions = (start, inner_start, closer_at, after)
+    return _block_then_answer(text, dialect, positions, "inline_tag", next_at)
 
 
-def _leading_orphan(text: str, candidate: int) -> InlineExtraction | None:
-    match = _MARKERS.match(text, candidate)
-    if match is None:
-        return None
+def _other_block_end_before(text: str, closer_start: str, start: int, end: int) -> bool:
+    for character in _BLOCK_END_CANDIDATES:
+        if character != closer_start and text.find(character, start, end) >= 0:
+            return True
+    return False
+
+
+def _leading_orphan(
+    text: str, match: re.Match[str], next_at: dict[str, int]
+) -> InlineExtraction | None:
+    candidate = match.start()
     marker = _ROLES.get(match.group())
     if marker is None or marker.role != "close" or marker.dialect is None:
         return None
     if marker.dialect.kind == "phrase" or text.startswith(_PHRASE_OPENERS, _first_non_space(text)):
         return None
-    return _block_then_answer(
-        text, marker.dialect, 0, 0, candidate, match.end(), "orphan_close_tag"
-    )
+    positions = (0, 0, candidate, match.end())
+    return _block_then_answer(text, marker.dialect, positions, "orphan_close_tag", next_at)
 
 
 def _block_then_answer(
     text: str,
     dialect: Dialect,
-    span_start: int,
-    inner_start: int,
-    inner_end: int,
-    after: int,
+    positions: tuple[int, int, int, int],
     code: InlineCode,
+    next_at: dict[str, int],
 ) -> InlineExtraction | None:
+    """The block's span, its inner text, where the answer starts: `positions` are
+    (span start, inner start, inner end, after the block)."""
+    span_start, inner_start, inner_end, after = positions
     reasoning = text[inner_start:inner_end].strip()
     rule: SpanRule = "block" if code == "inline_tag" else "orphan_closer"
     spans = [RemovedSpan(span_start, after, rule, dialect.name, bool(reasoning))]
-    answer = _answer_with_wrappers(text, after, dialect, spans)
+    answer = _answer_with_wrappers(text, after, dialect, spans, next_at)
     if answer is None:
         return None
     content = answer.strip()
@@ -1098,20 +1143,22 @@ def _block_then_answer(
 
 
 def _answer_with_wrappers(
-    text: str, position: int, block_dialect: Dialect, spans: list[RemovedSpan]
+    text: str,
+    position: int,
+    block_dialect: Dialect,
+    spans: list[RemovedSpan],
+    next_at: dict[str, int],
 ) -> str | None:
     """The answer after a leading block when its only markers are answer wrappers the scanner
     would remove (a token wrapper, a trailing one at the very end, a tag wrapper of the
     block's dialect); None when anything else stands there."""
     kept: list[str] = []
     while True:
-        candidate = _first_candidate(text, position)
-        if candidate < 0:
+        match = _next_marker(text, position, next_at)
+        if match is None:  # candidate characters that start no marker are text
             kept.append(text[position:])
             return "".join(kept)
-        match = _MARKERS.match(text, candidate)
-        if match is None:
-            return None
+        candidate = match.start()
         marker = _ROLES.get(match.group()) or _ROLES.get(match.group().lower())
         if marker is None or marker.dialect is None:
             return None
@@ -1129,6 +1176,20 @@ def _answer_with_wrappers(
         position = match.end()
 
 
+def _next_marker(text: str, position: int, next_at: dict[str, int]) -> re.Match[str] | None:
+    """The first marker at or after `position`. The first candidate character is found with a
+    few bounded finds and tried: most texts have a marker there or no candidate at all. Only
+    when it starts no marker does `find_marker` walk on (remembering positions in `next_at`,
+    so the calls of one extraction must look at non-decreasing positions)."""
+    candidate = _first_candidate(text, position)
+    if candidate < 0:
+        return None
+    match = _MARKERS.match(text, candidate)
+    if match is not None:
+        return match
+    return find_marker(text, _MARKERS, candidate + 1, _CANDIDATES, next_at)
+
+
 def _first_candidate(text: str, start: int) -> int:
     first = -1
     for character in _CANDIDATES:
@@ -1138,12 +1199,28 @@ def _first_candidate(text: str, start: int) -> int:
     return first
 
 
-def _plain_extraction(text: str, thought_label: bool) -> InlineExtraction | None:
-    """The text unchanged when it holds no candidate character and opens with no phrase or
-    label (most answers): a search per character (`in`) is the fastest scan Python has.
-    None when the scanner must read it."""
+def _first_marker(text: str, next_at: dict[str, int]) -> re.Match[str] | None:
+    """The text's first marker, None when it has none.
+
+    A text with no candidate character costs one `in` per character, each a memchr-speed C
+    scan (together far faster than one regex class scan, which has no fast path for `◁`). A
+    text with candidates that start no marker (a Markdown link's `[`, a `<b>`) costs one more
+    pass of `find_marker` over them, instead of the scanner's set-up."""
     if "<" in text or "[" in text or "`" in text or "~" in text or "◁" in text:
+        return _next_marker(text, 0, next_at)
+    return None
+
+
+def _plain_extraction(text: str, thought_label: bool) -> InlineExtraction | None:
+    """The text unchanged when it holds no delimiter and opens with no phrase or label (most
+    answers). None when the scanner must read it."""
+    if _first_marker(text, {}) is not None:
         return None
+    return _plain_text(text, thought_label)
+
+
+def _plain_text(text: str, thought_label: bool) -> InlineExtraction | None:
+    """A text with no marker unchanged, unless it opens with a phrase or a label."""
     if thought_label and text.startswith(_THOUGHT_LABEL):
         return None
     start = _first_non_space(text)

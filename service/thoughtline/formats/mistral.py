@@ -18,7 +18,7 @@ from typing import Any, Final
 import msgspec
 
 from thoughtline.formats import openai_chat
-from thoughtline.formats.compose import Turn, build_record, decode, malformed
+from thoughtline.formats.compose import Turn, build_record, decode_in_one_pass, malformed
 from thoughtline.formats.openai_chat import (
     ChatCompletionView,
     ContentTexts,
@@ -66,13 +66,15 @@ def normalize(
     payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
 ) -> Record:
     """One Mistral chat completion body -> the record."""
-    response = decode(payload, ChatCompletionView, "mistral response")
+    response = decode_in_one_pass(
+        payload, openai_chat.ChoicesReadView, ChatCompletionView, "mistral response"
+    )
     return build_record(
         read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
     )
 
 
-def read_turn(response: ChatCompletionView) -> Turn:
+def read_turn(response: ChatCompletionView | openai_chat.ChoicesReadView) -> Turn:
     """Chat's first choice, with Mistral's finish map and content chunks."""
     return openai_chat.read_turn(
         response, finish_reason_map=_FINISH_REASON_MAP, read_content_part=read_chunk

@@ -44,6 +44,7 @@ from thoughtline.formats.compose import (
     Turn,
     build_record,
     decode,
+    decode_in_one_pass,
     join_blocks,
     leaked,
     malformed,
@@ -68,6 +69,17 @@ class ChatCompletionView(msgspec.Struct):
 class ChoiceView(msgspec.Struct):
     message: msgspec.Raw = msgspec.Raw()
     finish_reason: Any = None
+
+
+class ChoicesReadView(msgspec.Struct):
+    """`ChatCompletionView` with its choices read in the same pass (each an object: the usual
+    body). A body whose choices are not all objects fails this view and is read with
+    `ChatCompletionView`, which only asks it of the first, so both give the same turn."""
+
+    choices: list[ChoiceView] | None = None
+    usage: msgspec.Raw = msgspec.Raw()
+    model: Any = None
+    id: Any = None
 
 
 class MessageView(msgspec.Struct):
@@ -164,14 +176,16 @@ def normalize(
     payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
 ) -> Record:
     """One `chat.completion` body (OpenAI or an OpenAI-compatible server) -> the record."""
-    response = decode(payload, ChatCompletionView, "openai_chat response")
+    response = decode_in_one_pass(
+        payload, ChoicesReadView, ChatCompletionView, "openai_chat response"
+    )
     return build_record(
         read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
     )
 
 
 def read_turn(
-    response: ChatCompletionView,
+    response: ChatCompletionView | ChoicesReadView,
     *,
     finish_reason_map: Mapping[str, FinishReason] = _FINISH_REASON_MAP,
     read_content_part: ContentPartReader | None = None,
@@ -187,7 +201,7 @@ def read_turn(
     if present(response.usage):
         turn.native_usage = response.usage
         turn.usage = read_usage(response.usage, turn.detections)
-    choice = decode(response.choices[0], ChoiceView, "choices[0]") if response.choices else None
+    choice = _first_choice(response.choices)
     has_message = choice is not None and present(choice.message)
     if not has_message and turn.native_usage is None:
         raise NormalizeError("invalid_payload", "no message and no usage: nothing to read")
@@ -316,6 +330,13 @@ def thought_spans(text: str) -> list[ThoughtSpan]:
         block += 1
         position = end if closer < 0 else closer + len(THOUGHT_CLOSER)
     return spans
+
+
+def _first_choice(choices: list[msgspec.Raw] | list[ChoiceView]) -> ChoiceView | None:
+    if not choices:
+        return None
+    first = choices[0]
+    return first if isinstance(first, ChoiceView) else decode(first, ChoiceView, "choices[0]")
 
 
 def _read_content(content: Any, texts: ContentTexts, read_content_part: ContentPartReader) -> None:

@@ -39,24 +39,36 @@ def view_or_none(raw: msgspec.Raw, view: type[T], path: str) -> T | None:
 
 
 def view_or_detect(
-    raw: msgspec.Raw, view: type[T], code: DetectionCode, path: str, detections: list[Detection]
+    raw: msgspec.Raw,
+    view: type[T],
+    code: DetectionCode,
+    path: str,
+    detections: list[Detection],
+    index: int | None = None,
 ) -> T | None:
     """A nested member read into its view; a wrong shape is the detection `code` at `path`.
 
     The usual case: a part, block or item of the wrong shape is `unknown_part` (it stays in
     `replay_parts`), usage of the wrong shape is `invalid_usage`, a tool call
     `invalid_tool_call`; the caller goes on with None. (It runs once per part: it decodes
-    itself rather than through `view_or_none`, one call less on the hot path.)
+    itself rather than through `view_or_none`, one call less on the hot path.) With `index`,
+    the member is `path[index]`, a path spelled out only when a detection or error needs it.
     """
     try:
         return decoder_for(view).decode(raw)
     except msgspec.ValidationError:
-        detections.append(malformed(code, path))
+        detections.append(malformed(code, _at(path, index)))
         return None
     except msgspec.DecodeError as error:
-        raise NormalizeError("not_json", f"{path}: {error}") from error
+        raise NormalizeError("not_json", f"{_at(path, index)}: {error}") from error
     except RecursionError as error:
-        raise NormalizeError("too_deep", f"{path}: nesting too deep to decode") from error
+        raise NormalizeError(
+            "too_deep", f"{_at(path, index)}: nesting too deep to decode"
+        ) from error
+
+
+def _at(path: str, index: int | None) -> str:
+    return path if index is None else f"{path}[{index}]"
 
 
 def probe_view(data: bytes | msgspec.Raw, view: type[T]) -> T | None:

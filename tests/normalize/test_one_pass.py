@@ -1,0 +1,150 @@
+"""The one-pass views read what the layered views read.
+
+A body reader decodes the usual body in one pass (`compose.decode_in_one_pass`: nested members
+typed in the same decode) and falls back to the layered view (nested members as `Raw`, each
+decoded where it is used, leniently) when the one-pass view refuses the body. Both must give
+the same turn: over every golden body, every packaged sample, the recorded corpus, and
+generated bodies whose members have unusual shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import SHARED
+from thoughtline.formats import mistral, openai_chat
+from thoughtline.formats.compose import Turn, decode_in_one_pass
+
+ROOT = Path(__file__).resolve().parents[2]
+
+Reader = Callable[[Any], Turn]
+
+READERS: dict[str, tuple[type[Any], type[Any], Reader]] = {
+    "openai_chat": (
+        openai_chat.ChoicesReadView,
+        openai_chat.ChatCompletionView,
+        openai_chat.read_turn,
+    ),
+    "mistral": (openai_chat.ChoicesReadView, openai_chat.ChatCompletionView, mistral.read_turn),
+}
+"""Format -> (one-pass view, layered view, the reader of either)."""
+
+CORPUS_DIRECTORIES = {
+    "openai_chat": ("openai-chat", "openai-compat"),
+    "mistral": ("mistral",),
+}
+
+
+def _bodies(format_name: str) -> list[bytes]:
+    golden = sorted((ROOT / "tests" / "golden" / format_name).glob("*.raw.json"))
+    samples = sorted((ROOT / "service" / "thoughtline" / "samples").glob(f"{format_name}.*.json"))
+    return [path.read_bytes() for path in golden + samples]
+
+
+def _corpus_bodies(format_name: str) -> list[bytes]:
+    directories = CORPUS_DIRECTORIES[format_name]
+    return [
+        path.read_bytes()
+        for directory in directories
+        for path in sorted((SHARED / "corpus" / directory).glob("*.json"))
+    ]
+
+
+def _outcome(read: Reader, view: type[Any], body: bytes) -> object:
+    """The turn (or the error) a reader gives from one view of the body."""
+    try:
+        decoded = msgspec.json.decode(body, type=view)
+    except (msgspec.DecodeError, RecursionError) as error:
+        return ("undecodable", type(error).__name__)
+    return _read(read, decoded)
+
+
+def _read(read: Reader, decoded: object) -> object:
+    try:
+        return read(decoded)
+    except Exception as error:  # the same error from both views is the same outcome
+        return ("error", type(error).__name__, str(error))
+
+
+def assert_same_turn(format_name: str, body: bytes) -> None:
+    one_pass, layered, read = READERS[format_name]
+    expected = _outcome(read, layered, body)
+    from_one_pass = _outcome(read, one_pass, body)
+    if from_one_pass != ("undecodable", "ValidationError"):
+        assert from_one_pass == expected
+    # what the reader is given: the one-pass view when it reads the body, else the layered
+    try:
+        given_view = decode_in_one_pass(body, one_pass, layered, format_name)
+    except Exception as error:
+        assert expected[0] == "undecodable", (expected, error)  # type: ignore[index]
+        return
+    assert _read(read, given_view) == expected
+
+
+@pytest.mark.parametrize("format_name", READERS)
+def test_every_golden_and_sample_body_reads_the_same_in_one_pass(format_name: str) -> None:
+    bodies = _bodies(format_name)
+    assert bodies
+    for body in bodies:
+        assert_same_turn(format_name, body)
+
+
+@pytest.mark.needs_shared
+@pytest.mark.parametrize("format_name", READERS)
+def test_every_corpus_body_reads_the_same_in_one_pass(format_name: str) -> None:
+    bodies = _corpus_bodies(format_name)
+    assert bodies
+    for body in bodies:
+        assert_same_turn(format_name, body)
+
+
+ODD_VALUES = st.sampled_from(
+    [None, 1, "x", [], {}, True, [{"type": "text", "text": "a"}], {"a": 1}, "<think>a</think>b"]
+)
+MESSAGES = st.one_of(
+    ODD_VALUES,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "content": ODD_VALUES,
+            "refusal": ODD_VALUES,
+            "reasoning_content": ODD_VALUES,
+            "reasoning": ODD_VALUES,
+            "tool_calls": ODD_VALUES,
+            "extra_content": ODD_VALUES,
+        },
+    ),
+)
+CHOICES = st.one_of(
+    ODD_VALUES,
+    st.fixed_dictionaries({}, optional={"message": MESSAGES, "finish_reason": ODD_VALUES}),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "choices": st.one_of(ODD_VALUES, st.lists(CHOICES, max_size=3)),
+            "usage": ODD_VALUES,
+            "model": ODD_VALUES,
+            "id": ODD_VALUES,
+        },
+    ),
+    st.sampled_from(sorted(READERS)),
+)
+@example(
+    {"choices": [{"message": {"content": "first"}}, {"message": {"content": "second"}}]},
+    "openai_chat",
+)
+@example({"choices": [{"message": {"content": "first"}}, "not a choice"]}, "openai_chat")
+def test_bodies_of_odd_shapes_read_the_same_in_one_pass(body: dict[str, Any], name: str) -> None:
+    assert_same_turn(name, msgspec.json.encode(body))
