@@ -291,3 +291,21 @@ def test_inline_reasoning_follows_native_reasoning_after_one_line_feed() -> None
     recording = b"\n".join(json.dumps(chunk).encode() for chunk in chunks)
     deltas = _assert_live_matches_recorded(recording)
     assert [delta.delta.thinking for delta in deltas] == ["native ", "part", "\ninline", ""]
+
+
+def test_a_delta_once_given_stays_when_a_later_chunk_changes_how_earlier_ones_read() -> None:
+    """A Chat stream that switches from `reasoning` to `reasoning_content`: the record reads
+    the latter only (the body's rule), the live delta of the first chunk was already given."""
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"reasoning": "first "}}]},
+        {"choices": [{"index": 0, "delta": {"reasoning_content": "second"}}]},
+        {"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]},
+    ]
+    payloads = [json.dumps(chunk).encode() for chunk in chunks]
+    deltas, record = run_live(payloads, "openai_chat")
+    assert record is not None and record.thinking == "second"
+    assert [delta.accumulated_thinking for delta in deltas] == [
+        "first ",
+        "first second",
+        "first second",
+    ]

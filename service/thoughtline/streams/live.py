@@ -9,22 +9,31 @@ travels between them, encoded by `encode_state` (msgpack, versioned) and decoded
     apply_chunk(state, chunk) -> LiveStep(state, delta, record | None)
     close_stream(state)       -> LiveStep(closed state, final delta, record)   (idle: cut)
 
-The state holds the stream's chunks as they arrived (their SSE event name and data) and the
-few facts decided along the way (format, id, meta, whether the text may open with Gemini's
-`thought` label). Each step reassembles those chunks with the format's own assembler and feeds
-their visible text to the incremental inline-reasoning scanner, chunk by chunk, exactly as the
-first time: the same chunks give the same deltas whichever worker applies them and whatever
-was encoded in between. At the end the record is read from the same chunks by the same path as
-a recorded stream (`reading.read_chunks`), so it is byte for byte the record of those chunks
-recorded as one stream.
+The state holds the stream's chunks as they arrived (their SSE event name and data), the text
+and thinking each chunk added as the format's assembler attributed it when the chunk came, and
+the few facts decided along the way (format, id, meta, whether the text may open with Gemini's
+`thought` label). A step reassembles the chunks to attribute the new chunk's text, then feeds
+every chunk's visible text to the incremental inline-reasoning scanner again, chunk by chunk,
+exactly as the first time: the same chunks give the same deltas whichever worker applies them
+and whatever was encoded in between, and a delta once given never changes. At the end the
+record is read from the same chunks by the same path as a recorded stream
+(`reading.read_chunks`), so it is byte for byte the record of those chunks recorded as one
+stream.
 
-What only a live delta can know differs from a recorded one: text is given out when it is
-certain, not when it arrived (text before a stream's first delimiter waits, since a closer may
-still make it reasoning; so does a possible partial tag at a chunk's end), so each live
-accumulation is a prefix of the recorded stream's accumulation at the same chunk and equal to
-it on the final delta. Reasoning found in visible text is a `leaked_thought` detection on the
-delta of the chunk where it became certain (path `chunks[N]`, N that chunk's `seq`); the
-final delta carries the record's detections, as a recorded stream's does.
+What a live delta can know differs from a recorded one in three ways:
+
+- Text is given out when it is certain, not when it arrived: text before a stream's first
+  delimiter waits (a closer may still make it reasoning), so does a possible partial marker at
+  the end of what has come. Each live accumulation is a prefix of the recorded stream's at the
+  same chunk, and equal to it on the final delta.
+- Reasoning is never taken back: native reasoning that arrives after inline reasoning was given
+  follows it (the record puts native first), and a chunk that changes how earlier ones read (a
+  Chat stream that moves from `reasoning` to `reasoning_content`, which the record alone then
+  reads) leaves the earlier deltas as they were. Then, and only then, the final accumulations
+  differ from the record; no recorded stream of the corpus does either.
+- Reasoning found in visible text is a `leaked_thought` detection on the delta of the chunk
+  where it became certain (path `chunks[N]`, N that chunk's `seq`); the final delta carries
+  the record's detections, as a recorded stream's does.
 
 Cost: each step reassembles the chunks so far, so a stream of n chunks costs O(n^2) chunk
 reads in all (about 20 us per chunk read on the corpus); the state's size cap bounds it.
@@ -90,6 +99,11 @@ class LiveState(msgspec.Struct, array_like=True, omit_defaults=True):
     """Per stored chunk: its data, as received."""
     entry_chunks: list[int] = msgspec.field(default_factory=list)
     """Per applied entry: how many chunks it held (0 for `[DONE]`, a comment, an end entry)."""
+    pieces: list[tuple[str, str, str]] = msgspec.field(default_factory=list)
+    """Per stored chunk: the visible text, native thinking and thinking block (its `repr`) it
+    added, as the assembler said when the chunk was applied. Later steps replay these, so a
+    delta once given never changes, even where a later chunk would make the assembler
+    attribute earlier text differently."""
     done_marker: bool = False
     thought_label: bool | None = None
     """Whether the visible text may open with the bare label `thought` (decided from the model
@@ -237,16 +251,22 @@ def _step(state: LiveState, *, final: bool) -> LiveStep:
     every entry through the assembler and the scanner."""
     seq = state.next_seq - 1
     chunks = _chunks(state)
-    pieces: Sequence[Piece] = []
-    if chunks:
+    known = len(state.pieces)
+    if len(chunks) > known:
         assembly = FORMATS_BY_NAME[state.format].assemble_stream(chunks, state.done_marker)
-        pieces = assembly.pieces
+        state.pieces = [
+            *state.pieces,
+            *((piece.text, piece.thinking, repr(piece.block)) for piece in assembly.pieces[known:]),
+        ]
         if state.thought_label is None:
             state.thought_label = _decide_thought_label(state, assembly)
+    pieces = [Piece(text, thinking, block) for text, thinking, block in state.pieces]
     output = _replay(state, pieces, final=final)
     if not final:
         return LiveStep(state, _delta(state, seq, output, record=None), None)
-    closed = msgspec.structs.replace(state, closed=True, events=[], data=[], entry_chunks=[])
+    closed = msgspec.structs.replace(
+        state, closed=True, events=[], data=[], entry_chunks=[], pieces=[]
+    )
     try:
         record, _ = read_chunks(
             chunks,
