@@ -10,6 +10,7 @@ from thoughtline.streams.framing import frame
 from thoughtline.streams.live import (
     LiveChunk,
     LiveState,
+    LiveWarm,
     apply_chunk,
     decode_state,
     encode_state,
@@ -39,16 +40,22 @@ def run_live(
     stream: str = "live-1",
     *,
     between: Callable[[LiveState], LiveState] = lambda state: decode_state(encode_state(state)),
+    warm: bool = False,
 ) -> tuple[list[Delta], Record | None]:
     """Every payload applied in order, the state passed through `between` after each step
-    (by default: encoded and decoded, as it travels through Redis)."""
+    (by default: encoded and decoded, as it travels through Redis); `warm`: each step given
+    what the one before left (one process applying the whole stream), else replayed."""
     state: LiveState | None = None
     deltas: list[Delta] = []
     record: Record | None = None
+    kept: LiveWarm | None = None
     for seq, payload in enumerate(payloads):
         step = apply_chunk(
-            state, LiveChunk(stream, seq, format, payload, final=seq == len(payloads) - 1)
+            state,
+            LiveChunk(stream, seq, format, payload, final=seq == len(payloads) - 1),
+            warm=kept if warm else None,
         )
+        kept = step.warm
         state = between(step.state)
         deltas.append(step.delta)
         record = step.record or record

@@ -41,6 +41,7 @@ def _assert_live_matches_recorded(recording: bytes) -> list[Delta]:
     recorded = thoughtline.deltas(recording, format, record_id="live-1")
     payloads = live_payloads(recording)
     deltas, record = run_live(payloads, format)
+    assert run_live(payloads, format, warm=True) == (deltas, record)
     assert record is not None
     assert thoughtline.encode(record) == thoughtline.encode(expected)
     assert [delta.seq for delta in deltas] == list(range(len(payloads)))
@@ -76,6 +77,20 @@ def test_golden_stream_live_equals_recorded(stream: Path) -> None:
 )
 def test_corpus_stream_live_equals_recorded(stream: Path) -> None:
     _assert_live_matches_recorded(stream.read_bytes())
+
+
+def test_a_warm_step_from_another_state_is_not_used() -> None:
+    one = apply_chunk(None, LiveChunk("s", 0, "openai_chat", _chat(["<think>a"])[0]))
+    other = apply_chunk(None, LiveChunk("s", 0, "openai_chat", _chat(["plain"])[0]))
+    assert one.warm is not None and other.warm is not None
+    assert not one.warm.fits(other.state)
+    follow = LiveChunk("s", 1, "openai_chat", _chat(["</think>" + LONG_ANSWER])[0])
+    used = apply_chunk(other.state, follow, warm=one.warm)
+    assert used[:4] == apply_chunk(other.state, follow)[:4]
+    assert used.delta.accumulated_thinking == "plain"  # an orphan closer; not "a"
+
+
+LONG_ANSWER = "An answer long enough to be given out before the stream ends. " * 2
 
 
 def test_encoding_the_state_between_chunks_changes_no_delta() -> None:

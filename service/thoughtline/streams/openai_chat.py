@@ -43,6 +43,7 @@ from thoughtline.streams.base import (
     Chunk,
     Piece,
     RawObject,
+    StreamRun,
     chunk_path,
     decode_chunk,
     encode,
@@ -96,17 +97,50 @@ def assemble(
     visible_sources: frozenset[str] = _VISIBLE_SOURCES,
 ) -> Assembly:
     """The chunks of one Chat stream -> the non-streamed body, pieces, completeness."""
-    assembly = Assembly(body=b"", pieces=[], complete=False)
-    state = _State()
-    for chunk in chunks:
-        state.added.append(_read_chunk(chunk, state, assembly))
-    assembly.complete = (state.finished or done_marker) and assembly.error_code is None
-    assembly.pieces = _pieces(state, visible_sources)
-    # An error event ends the stream as its last word: the usage sent with it (OpenRouter's
-    # mid-stream errors carry the tokens spent so far) is the provider's final count.
-    ended = assembly.complete or assembly.error_code is not None
-    assembly.body = _body(state, assembly.complete, keep_usage=ended)
-    return assembly
+    return _ChatRun(visible_sources).run(chunks, done_marker)
+
+
+def start() -> StreamRun[_State]:
+    """A Chat stream fed chunk by chunk."""
+    return _ChatRun(_VISIBLE_SOURCES)
+
+
+def start_mistral() -> StreamRun[_State]:
+    """A Mistral stream fed chunk by chunk."""
+    return _ChatRun(_MISTRAL_VISIBLE_SOURCES)
+
+
+class _ChatRun(StreamRun[_State]):
+    """The pieces of a Chat stream depend on the whole message so far (which reasoning field
+    it reads), so they are worked out from what each chunk added when asked for."""
+
+    def __init__(self, visible_sources: frozenset[str]) -> None:
+        super().__init__(_State(), _no_piece, _no_end)
+        self._visible_sources = visible_sources
+
+    def feed(self, chunk: Chunk) -> None:
+        self.state.added.append(_read_chunk(chunk, self.state, self.assembly))
+
+    def pieces(self) -> list[Piece]:
+        return _pieces(self.state, self._visible_sources)
+
+    def finish(self, done_marker: bool) -> Assembly:
+        assembly, state = self.assembly, self.state
+        assembly.complete = (state.finished or done_marker) and assembly.error_code is None
+        assembly.pieces = _pieces(state, self._visible_sources)
+        # An error event ends the stream as its last word: the usage sent with it (OpenRouter's
+        # mid-stream errors carry the tokens spent so far) is the provider's final count.
+        ended = assembly.complete or assembly.error_code is not None
+        assembly.body = _body(state, assembly.complete, keep_usage=ended)
+        return assembly
+
+
+def _no_piece(chunk: Chunk, state: _State, assembly: Assembly) -> Piece:
+    return Piece()
+
+
+def _no_end(state: _State, assembly: Assembly, done_marker: bool) -> None:
+    return None
 
 
 def _read_chunk(chunk: Chunk, state: _State, assembly: Assembly) -> list[Added]:
