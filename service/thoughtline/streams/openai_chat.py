@@ -117,12 +117,14 @@ class _ChatRun(StreamRun[_State]):
     def __init__(self, visible_sources: frozenset[str]) -> None:
         super().__init__(_State(), _no_piece, _no_end)
         self._visible_sources = visible_sources
+        self._known: _KnownPieces | None = None
 
     def feed(self, chunk: Chunk) -> None:
         self.state.added.append(_read_chunk(chunk, self.state, self.assembly))
 
     def pieces(self) -> list[Piece]:
-        return _pieces(self.state, self._visible_sources)
+        self._known = _extend_pieces(self.state, self._visible_sources, self._known)
+        return list(self._known.pieces)
 
     def finish(self, done_marker: bool) -> Assembly:
         assembly, state = self.assembly, self.state
@@ -188,12 +190,22 @@ def _pieces(state: _State, visible_sources: frozenset[str]) -> list[Piece]:
 
     One chunk may end a block and start others (`reasoning_details` entries), so the LF
     that separates native blocks is written here, and every piece names the same block."""
+    return _extend_pieces(state, visible_sources, None).pieces
+
+
+def _extend_pieces(
+    state: _State, visible_sources: frozenset[str], known: _KnownPieces | None
+) -> _KnownPieces:
+    """`_pieces`, going on from `known` (a live stream's pieces so far) while the message
+    still reads the same reasoning source and has no thought marks; else afresh."""
     thinking_sources = _thinking_sources(state.message)
     layout = _thought_layout(state.message)
     spans = thought_spans(layout.text) if layout is not None else []
-    pieces: list[Piece] = []
-    previous: Any = _NO_BLOCK
-    for added in state.added:
+    if known is None or not known.reusable or known.sources != thinking_sources:
+        known = _KnownPieces(thinking_sources)
+    known.reusable = layout is None
+    pieces, previous = known.pieces, known.previous
+    for added in state.added[len(pieces) :]:
         text: list[str] = []
         thinking: list[str] = []
         for source, block, value in _split_thought(added, layout, spans):
@@ -206,7 +218,18 @@ def _pieces(state: _State, visible_sources: frozenset[str]) -> list[Piece]:
             thinking.append(value)
             previous = block
         pieces.append(Piece(text="".join(text), thinking="".join(thinking)))
-    return pieces
+    known.previous = previous
+    return known
+
+
+class _KnownPieces:
+    """Pieces worked out so far, with what they were worked out from."""
+
+    def __init__(self, sources: frozenset[str]) -> None:
+        self.sources = sources
+        self.reusable = True
+        self.pieces: list[Piece] = []
+        self.previous: Any = _NO_BLOCK
 
 
 def _split_thought(
