@@ -324,3 +324,28 @@ def test_a_delta_once_given_stays_when_a_later_chunk_changes_how_earlier_ones_re
         "first second",
         "first second",
     ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_stream_applied_by_workers_with_and_without_its_warm_step_gives_the_same(
+    data: st.DataObject,
+) -> None:
+    """Chunks that reach different workers: each step either has the last step's warm state
+    (the same worker) or replays the stored state (another one)."""
+    recording = data.draw(st.sampled_from(GOLDEN_STREAMS)).read_bytes()
+    format = thoughtline.normalize(recording).format
+    payloads = live_payloads(recording)
+    expected = run_live(payloads, format)
+    state = None
+    warm = None
+    deltas = []
+    record = None
+    for seq, payload in enumerate(payloads):
+        chunk = LiveChunk("live-1", seq, format, payload, final=seq == len(payloads) - 1)
+        step = apply_chunk(state, chunk, warm=warm if data.draw(st.booleans()) else None)
+        warm = step.warm
+        state = decode_state(encode_state(step.state))
+        deltas.append(step.delta)
+        record = step.record or record
+    assert (deltas, record) == expected
