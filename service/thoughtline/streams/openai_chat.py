@@ -201,9 +201,8 @@ def _extend_pieces(
     thinking_sources = _thinking_sources(state.message)
     layout = _thought_layout(state.message)
     spans = thought_spans(layout.text) if layout is not None else []
-    if known is None or not known.reusable or known.sources != thinking_sources:
+    if known is None or layout is not None or known.sources != thinking_sources:
         known = _KnownPieces(thinking_sources)
-    known.reusable = layout is None
     pieces, previous = known.pieces, known.previous
     for added in state.added[len(pieces) :]:
         text: list[str] = []
@@ -227,7 +226,6 @@ class _KnownPieces:
 
     def __init__(self, sources: frozenset[str]) -> None:
         self.sources = sources
-        self.reusable = True
         self.pieces: list[Piece] = []
         self.previous: Any = _NO_BLOCK
 
