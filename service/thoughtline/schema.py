@@ -1,5 +1,5 @@
-"""JSON Schemas of the input entry, the live entry, the record and the delta, generated from the Structs in
-record.py.
+"""JSON Schemas of the input entry, the live entry, the record and the delta, generated from
+the Structs in record.py.
 
 `schemas/` holds the generated files (`thoughtline schema --write schemas`); a test in
 `tests/test_package.py` fails when they drift.
