@@ -268,3 +268,19 @@ async def test_the_same_chunks_published_twice_and_applied_at_once_are_applied_o
     assert [d["seq"] for d in _deltas(client, live_settings, "s9")] == list(range(6))
     assert client.xlen(live_settings.output_stream) == 1
     assert _pending(client, live_settings) == 0
+
+
+async def test_a_stream_that_progressed_since_the_sweep_looked_is_not_closed(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    """The sweep saw the stream idle, then a chunk was applied before it closed the stream:
+    the close script sees the new progress and does nothing."""
+    handler = await _handler(aclient, live_settings)
+    await _publish(aclient, live_settings, "s10", [0, 1])
+    await handler.handle(await _read(aclient, live_settings))
+    await handler._close_idle("s10")  # as if the sweep had looked before chunk 1 came
+    assert client.xlen(live_settings.output_stream) == 0
+    assert [d["seq"] for d in _deltas(client, live_settings, "s10")] == [0, 1]
+    await _publish(aclient, live_settings, "s10", range(2, len(PAYLOADS)))
+    await handler.handle(await _read(aclient, live_settings))
+    assert client.xlen(live_settings.output_stream) == 1
