@@ -69,6 +69,7 @@ __all__ = [
     "close_stream",
     "decode_state",
     "encode_state",
+    "state_size",
 ]
 
 STATE_VERSION: Final = 1

@@ -49,6 +49,7 @@ from thoughtline.streams.live import (
     close_stream,
     decode_state,
     encode_state,
+    state_size,
 )
 from thoughtline.worker.connections import RedisClient
 from thoughtline.worker.entries import DeliveredEntry, Fields
@@ -63,6 +64,9 @@ SWEEP_PAGE: Final = 500
 """Open streams looked at per sweep step."""
 WARM_STREAMS: Final = 1000
 """Streams whose last step this worker keeps (`streams.live.LiveWarm`), the most recent."""
+WARM_BYTES: Final = 64 * 1024 * 1024
+"""At most this much stored chunk data behind the kept steps (a kept step holds about its
+stream's chunks again, decoded): the oldest go first."""
 
 LIVE_SCRIPT: Final = """
 -- KEYS: 1 input stream, 2 deltas, 3 output, 4 dead letters, 5 state hash, 6 parked hash,
@@ -205,7 +209,8 @@ class LiveHandler:
         self._dead_script = client.register_script(DEAD_LETTER_SCRIPT)
         self.interval = min(max(settings.live_idle_ms / 4000, 0.05), 1.0)
         """How often `sweep` runs: parked chunks whose worker died wait about this long."""
-        self._warm: OrderedDict[str, LiveWarm] = OrderedDict()
+        self._warm: OrderedDict[str, tuple[LiveWarm, int]] = OrderedDict()
+        self._warm_bytes = 0
         """Per stream, what this worker's last step of it built: the next chunk of the stream,
         if this worker gets it, is applied without replaying the stream (the step checks that
         the state read from Redis is the one it was built from)."""
@@ -279,7 +284,7 @@ class LiveHandler:
             return
 
     def _apply(self, state: LiveState | None, chunk: LiveChunk) -> LiveStep:
-        warm = self._warm.pop(chunk.stream, None)
+        warm = self._take_warm(chunk.stream)
         try:
             return apply_chunk(
                 state, chunk, max_state_bytes=self._settings.live_max_state_bytes, warm=warm
@@ -295,9 +300,20 @@ class LiveHandler:
         """After a committed step: keep what it built for the stream's next chunk."""
         if step.warm is None:
             return
-        self._warm[step.state.id] = step.warm
-        while len(self._warm) > WARM_STREAMS:
-            self._warm.popitem(last=False)
+        size = state_size(step.state)
+        self._take_warm(step.state.id)
+        self._warm[step.state.id] = (step.warm, size)
+        self._warm_bytes += size
+        while self._warm and (len(self._warm) > WARM_STREAMS or self._warm_bytes > WARM_BYTES):
+            _, (_, dropped) = self._warm.popitem(last=False)
+            self._warm_bytes -= dropped
+
+    def _take_warm(self, stream: str) -> LiveWarm | None:
+        kept = self._warm.pop(stream, None)
+        if kept is None:
+            return None
+        self._warm_bytes -= kept[1]
+        return kept[0]
 
     async def apply_parked(self, stream: str) -> int:
         """Apply the parked chunks that are now next, in order; returns how many."""
@@ -362,7 +378,7 @@ class LiveHandler:
         state, next_seq, closed = await self._read(keys)
         if closed:
             return
-        warm = self._warm.pop(stream, None)
+        warm = self._take_warm(stream)
         step = None if state is None else close_stream(state, warm=warm)
         if await self._commit(keys, "close", next_seq, b"", step, stream=stream) == 1:
             self._metrics.live_closed.labels(how="idle").inc()
