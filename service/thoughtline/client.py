@@ -118,6 +118,59 @@ async def apublish(
     return _text(entry_id)
 
 
+def live_entry(
+    response_id: str,
+    seq: int,
+    chunk: bytes | str | None,
+    *,
+    format: FormatName,
+    final: bool = False,
+    meta: Mapping[str, Any] | bytes | str | None = None,
+) -> dict[str, bytes]:
+    """The fields of one live entry (docs/live.md): chunk `seq` of the response
+    `response_id`, as the provider sent it; `chunk` None with `final` ends the stream."""
+    fields = {"stream": response_id.encode(), "seq": str(seq).encode(), "format": format.encode()}
+    if chunk is not None:
+        fields["payload"] = _as_bytes(chunk)
+    if final:
+        fields["final"] = b"1"
+    if meta is not None:
+        fields["meta"] = _as_bytes(meta)
+    return fields
+
+
+def publish_live(
+    client: redis.Redis,
+    response_id: str,
+    seq: int,
+    chunk: bytes | str | None,
+    *,
+    format: FormatName,
+    final: bool = False,
+    meta: Mapping[str, Any] | bytes | str | None = None,
+    stream: str = INPUT_STREAM,
+) -> str:
+    """`XADD` one chunk of a response still streaming; returns the entry id."""
+    fields = live_entry(response_id, seq, chunk, format=format, final=final, meta=meta)
+    return _text(client.xadd(stream, fields))  # type: ignore[arg-type]
+
+
+async def apublish_live(
+    client: redis_asyncio.Redis,
+    response_id: str,
+    seq: int,
+    chunk: bytes | str | None,
+    *,
+    format: FormatName,
+    final: bool = False,
+    meta: Mapping[str, Any] | bytes | str | None = None,
+    stream: str = INPUT_STREAM,
+) -> str:
+    """`publish_live` for `redis.asyncio`."""
+    fields = live_entry(response_id, seq, chunk, format=format, final=final, meta=meta)
+    return _text(await client.xadd(stream, fields))  # type: ignore[arg-type]
+
+
 def records(
     client: redis.Redis,
     *,

@@ -25,6 +25,7 @@ NormalizeReason = Literal[
     "invalid_entry",
     "normalizer_crash",
     "too_many_deliveries",
+    "live_stream_closed",
 ]
 
 

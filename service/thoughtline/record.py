@@ -226,7 +226,11 @@ class Delta(msgspec.Struct, kw_only=True):
     ] = None
     detections: Annotated[
         list[Detection] | None,
-        msgspec.Meta(description="The record's detections, on the final delta only."),
+        msgspec.Meta(
+            description="The record's detections, on the final delta; on a live stream's "
+            "other deltas, the reasoning found in visible text that became certain at this "
+            "chunk (else null)."
+        ),
     ] = None
 
 
@@ -257,6 +261,40 @@ class Entry(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     deltas: Annotated[
         Literal["0", "1"] | None,
         msgspec.Meta(description="1: also publish one normalized delta per chunk."),
+    ] = None
+
+
+class LiveEntry(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
+    """A live entry: one raw chunk of a response still streaming (docs/live.md)."""
+
+    stream: Annotated[
+        str,
+        msgspec.Meta(
+            description="The response's id, the same on each of its chunks; the record's and "
+            "each delta's id."
+        ),
+    ]
+    seq: Annotated[
+        str,
+        msgspec.Meta(
+            pattern="^[0-9]+$", description="The chunk's position: 0, 1, 2, ... with no gaps."
+        ),
+    ]
+    format: Annotated[FormatName, msgspec.Meta(description="The wire format.")]
+    payload: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="The raw chunk as received: one SSE event or one JSON chunk; absent "
+            "on an end entry."
+        ),
+    ] = None
+    final: Annotated[
+        Literal["0", "1"] | None,
+        msgspec.Meta(description="1: the last chunk (or, without payload, the end entry)."),
+    ] = None
+    meta: Annotated[
+        str | None,
+        msgspec.Meta(description="On seq 0: a JSON object, copied byte for byte into the record."),
     ] = None
 
 

@@ -33,10 +33,12 @@ from thoughtline.streams import gemini as gemini_stream
 from thoughtline.streams import ollama as ollama_stream
 from thoughtline.streams import openai_chat as chat_stream
 from thoughtline.streams import openai_responses as responses_stream
-from thoughtline.streams.base import Assembler
+from thoughtline.streams.base import Assembler, StreamRun
 
 RequestReader = Callable[[dict[str, Any]], readers.RequestReading]
 TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
+StreamStarter = Callable[[], StreamRun[Any]]
+"""A stream assembly to feed chunk by chunk (a live stream)."""
 
 
 class BodyModule(Protocol):
@@ -56,6 +58,7 @@ class Format:
     body: BodyModule
     """The body reader's module (`normalize` is looked up when called, so tests can swap it)."""
     assemble_stream: Assembler
+    start_stream: StreamStarter
     read_request: RequestReader
     rebuild_turn: TurnBuilder
     """An assistant turn of this format rebuilt from another format's record."""
@@ -88,6 +91,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "google",
         gemini,
         gemini_stream.assemble,
+        gemini_stream.start,
         readers.read_gemini_request,
         rebuild.gemini_turn,
         parts.GEMINI_PARTS,
@@ -99,6 +103,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "anthropic",
         anthropic,
         anthropic_stream.assemble,
+        anthropic_stream.start,
         readers.read_anthropic_request,
         rebuild.anthropic_turn,
         parts.ANTHROPIC_BLOCKS,
@@ -108,6 +113,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "openai",
         openai_chat,
         chat_stream.assemble,
+        chat_stream.start,
         readers.read_chat_request,
         rebuild.chat_turn,
         None,
@@ -118,6 +124,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "openai",
         openai_responses,
         responses_stream.assemble,
+        responses_stream.start,
         readers.read_responses_request,
         rebuild.responses_turn,
         parts.RESPONSES_ITEMS,
@@ -128,6 +135,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "amazon_bedrock",
         bedrock,
         bedrock_stream.assemble,
+        bedrock_stream.start,
         readers.read_bedrock_request,
         rebuild.bedrock_turn,
         parts.BEDROCK_BLOCKS,
@@ -137,6 +145,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "mistral",
         mistral,
         chat_stream.assemble_mistral,
+        chat_stream.start_mistral,
         readers.read_mistral_request,
         rebuild.mistral_turn,
         None,
@@ -147,6 +156,7 @@ FORMAT_ROWS: Final[tuple[Format, ...]] = (
         "ollama",
         ollama,
         ollama_stream.assemble,
+        ollama_stream.start,
         readers.read_ollama_request,
         rebuild.ollama_turn,
         None,

@@ -1,5 +1,5 @@
-"""JSON Schemas of the input entry, the record and the delta, generated from the Structs in
-record.py.
+"""JSON Schemas of the input entry, the live entry, the record and the delta, generated from
+the Structs in record.py.
 
 `schemas/` holds the generated files (`thoughtline schema --write schemas`); a test in
 `tests/test_package.py` fails when they drift.
@@ -11,10 +11,11 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.record import Delta, Entry, Record
+from thoughtline.record import Delta, Entry, LiveEntry, Record
 
 SCHEMA_FILES: Final[dict[str, type[msgspec.Struct]]] = {
     "entry.schema.json": Entry,
+    "live-entry.schema.json": LiveEntry,
     "record.schema.json": Record,
     "delta.schema.json": Delta,
 }

@@ -47,9 +47,17 @@ class Fleet:
     """`size` worker slots; a slot whose process dies gets a new process (a supervisor's job)."""
 
     def __init__(
-        self, settings: Settings, directory: Path, size: int, *, code: str | None = None
+        self,
+        settings: Settings,
+        directory: Path,
+        size: int,
+        *,
+        code: str | None = None,
+        environment: dict[str, str] | None = None,
     ) -> None:
         self.settings = settings
+        self.environment = environment or {}
+        """More `THOUGHTLINE_*` variables for every worker (settings `serve` does not pass)."""
         self.directory = directory
         self.size = size
         self.code = code
@@ -146,6 +154,7 @@ class Fleet:
             THOUGHTLINE_METRICS_PORT=str(port),
             THOUGHTLINE_MAX_PAYLOAD_BYTES=str(self.settings.max_payload_bytes),
             THOUGHTLINE_REDIS_CLUSTER=str(self.settings.redis_cluster).lower(),
+            **self.environment,
         )
         return WorkerProcess(slot, process, port, log)
 

@@ -146,8 +146,8 @@ def _leave_entries_to_reclaim(admin: redis.Redis, settings: Settings) -> None:
 
 
 def _publish_every_kind_of_entry(admin: redis.Redis, settings: Settings) -> int:
-    """Responses, a bad one, one with deltas, a conversation's response and request; returns
-    the number of records to expect (the three orphans included)."""
+    """Responses, a bad one, one with deltas, a conversation's response and request, a live
+    stream; returns the number of records to expect (the three orphans included)."""
     meta = json.dumps({"conversation_id": "acl-test"})
     entries: list[dict[str, str | bytes]] = [
         *({"payload": GOOD, "id": f"good-{number}"} for number in range(5)),
@@ -155,10 +155,27 @@ def _publish_every_kind_of_entry(admin: redis.Redis, settings: Settings) -> int:
         {"payload": GOOD, "id": "with-deltas", "deltas": "1"},
         {"payload": chat_response(reasoning=THINKING, content="70 C"), "id": "r", "meta": meta},
         {"payload": chat_request(THINKING), "id": "q", "meta": meta, "kind": "request"},
+        *_live_stream(),
     ]
     for fields in entries:
         admin.xadd(settings.input_stream, fields)  # type: ignore[arg-type]
-    return 3 + len(entries) - 1
+    return 3 + len(entries) - 1 - (len(_live_stream()) - 1)  # a live stream: one record
+
+
+def _live_stream() -> list[dict[str, str | bytes]]:
+    """A live stream of three chunks, its last published first (it waits, parked)."""
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"content": "<think>" + THINKING}}]},
+        {"choices": [{"index": 0, "delta": {"content": "</think>70 C"}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    entries: list[dict[str, str | bytes]] = [
+        {"stream": "acl-live", "seq": str(seq), "format": "openai_chat",
+         "payload": json.dumps(chunk)}
+        for seq, chunk in enumerate(chunks)
+    ]  # fmt: skip
+    entries[-1]["final"] = "1"
+    return [entries[2], entries[0], entries[1]]
 
 
 def _wait_for(condition: object, fleet: Fleet, timeout: float = 30) -> None:

@@ -13,6 +13,8 @@ from thoughtline.worker.health import HealthServer
 from thoughtline.worker.metrics import (
     DEAD_LETTER_REASONS,
     FORMAT_LABELS,
+    LIVE_CHUNK_OUTCOMES,
+    LIVE_CLOSED_HOWS,
     OUTCOMES,
     TOKEN_KINDS,
     Metrics,
@@ -28,10 +30,14 @@ DOCUMENTED_METRICS = {
     "thoughtline_reclaimed": ("counter", set()),
     "thoughtline_stream_lag": ("gauge", set()),
     "thoughtline_stream_pending": ("gauge", set()),  # what ThoughtlineNoProgress needs
+    "thoughtline_live_streams_open": ("gauge", set()),
+    "thoughtline_live_chunks": ("counter", {"outcome"}),
+    "thoughtline_live_streams_closed": ("counter", {"how"}),
 }
 ALLOWED = {
     "format": set(FORMAT_LABELS),
-    "outcome": set(OUTCOMES),
+    "outcome": set(OUTCOMES) | set(LIVE_CHUNK_OUTCOMES),
+    "how": set(LIVE_CLOSED_HOWS),
     "reason": set(DEAD_LETTER_REASONS),
     "kind": set(TOKEN_KINDS),
     "code": {*LEAKED_THOUGHT, *MALFORMED_PART, "other"},

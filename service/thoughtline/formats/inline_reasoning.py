@@ -1292,6 +1292,12 @@ class IncrementalExtractor:
         """The content, thinking and detections (complete after `flush`)."""
         return _result(self._scanner)
 
+    @property
+    def found(self) -> tuple[InlineDetection, ...]:
+        """The blocks found so far, in order (no `suspected_reasoning`: that needs the whole
+        content)."""
+        return tuple(self._scanner.detections)
+
     def _scan(self, final: bool) -> None:
         text = "".join(self._waiting)
         consumed = self._scanner.run(text, final)

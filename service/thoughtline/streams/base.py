@@ -10,7 +10,7 @@ each chunk, the text it added (`Piece`, for deltas). Objects are handled as
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 import msgspec
 
@@ -18,6 +18,7 @@ from thoughtline.formats.compose import malformed, present
 from thoughtline.record import Detection
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 RawObject = dict[str, msgspec.Raw]
 """A JSON object with its values undecoded, in the order the provider wrote them."""
@@ -190,6 +191,38 @@ def error_code(error: msgspec.Raw) -> str:
         if number is not None:
             return str(number)
     return "error"
+
+
+class StreamRun(Generic[S]):
+    """An assembly in progress: the chunks fed one at a time (a live stream) and the pieces
+    they gave so far; `finish` ends it. `run` is the whole of a recorded stream."""
+
+    def __init__(
+        self,
+        state: S,
+        read: Callable[[Chunk, S, Assembly], Piece],
+        end: Callable[[S, Assembly, bool], None],
+    ) -> None:
+        self.state = state
+        self.assembly = Assembly(body=b"", pieces=[], complete=False)
+        self._read = read
+        self._end = end
+
+    def feed(self, chunk: Chunk) -> None:
+        self.assembly.pieces.append(self._read(chunk, self.state, self.assembly))
+
+    def pieces(self) -> list[Piece]:
+        """One per chunk fed so far."""
+        return self.assembly.pieces
+
+    def finish(self, done_marker: bool) -> Assembly:
+        self._end(self.state, self.assembly, done_marker)
+        return self.assembly
+
+    def run(self, chunks: Sequence[Chunk], done_marker: bool) -> Assembly:
+        for chunk in chunks:
+            self.feed(chunk)
+        return self.finish(done_marker)
 
 
 Assembler = Callable[[Sequence[Chunk], bool], Assembly]

@@ -29,6 +29,7 @@ from thoughtline.streams.base import (
     Chunk,
     Piece,
     RawObject,
+    StreamRun,
     TextField,
     chunk_path,
     encode,
@@ -97,13 +98,17 @@ class _State:
 
 def assemble(chunks: Sequence[Chunk], done_marker: bool) -> Assembly:
     """The events of one ConverseStream -> the non-streamed body, pieces, completeness."""
-    assembly = Assembly(body=b"", pieces=[], complete=False)
-    state = _State()
-    for chunk in chunks:
-        assembly.pieces.append(_read_event(chunk, state, assembly))
+    return start().run(chunks, done_marker)
+
+
+def start() -> StreamRun[_State]:
+    """A ConverseStream fed event by event."""
+    return StreamRun(_State(), _read_event, _end)
+
+
+def _end(state: _State, assembly: Assembly, done_marker: bool) -> None:
     assembly.complete = state.stopped and state.has_metadata and assembly.error_code is None
     assembly.body = _body(state, assembly.complete)
-    return assembly
 
 
 def _read_event(chunk: Chunk, state: _State, assembly: Assembly) -> Piece:

@@ -32,6 +32,7 @@ from thoughtline.streams.base import (
     Chunk,
     Piece,
     RawObject,
+    StreamRun,
     TextField,
     chunk_path,
     decode_chunk,
@@ -105,12 +106,16 @@ class _State:
 
 def assemble(chunks: Sequence[Chunk], done_marker: bool) -> Assembly:
     """The chunks of one Gemini stream -> the non-streamed body, pieces, completeness."""
-    assembly = Assembly(body=b"", pieces=[], complete=False)
-    state = _State()
-    for chunk in chunks:
-        assembly.pieces.append(_read_chunk(chunk, state, assembly))
+    return start().run(chunks, done_marker)
+
+
+def start() -> StreamRun[_State]:
+    """A Gemini stream fed chunk by chunk."""
+    return StreamRun(_State(), _read_chunk, _end)
+
+
+def _end(state: _State, assembly: Assembly, done_marker: bool) -> None:
     assembly.body = _body(state, assembly.complete)
-    return assembly
 
 
 def _read_chunk(chunk: Chunk, state: _State, assembly: Assembly) -> Piece:

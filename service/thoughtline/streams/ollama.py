@@ -23,6 +23,7 @@ from thoughtline.streams.base import (
     Chunk,
     Piece,
     RawObject,
+    StreamRun,
     TextField,
     chunk_path,
     decode_chunk,
@@ -90,13 +91,17 @@ class _State:
 
 def assemble(chunks: Sequence[Chunk], done_marker: bool) -> Assembly:
     """The lines of one Ollama stream -> the non-streamed body, pieces, completeness."""
-    assembly = Assembly(body=b"", pieces=[], complete=False)
-    state = _State()
-    for chunk in chunks:
-        assembly.pieces.append(_read_line(chunk, state, assembly))
+    return start().run(chunks, done_marker)
+
+
+def start() -> StreamRun[_State]:
+    """An Ollama stream fed line by line."""
+    return StreamRun(_State(), _read_line, _end)
+
+
+def _end(state: _State, assembly: Assembly, done_marker: bool) -> None:
     assembly.complete = state.done and assembly.error_code is None
     assembly.body = _body(state)
-    return assembly
 
 
 def _read_line(chunk: Chunk, state: _State, assembly: Assembly) -> Piece:

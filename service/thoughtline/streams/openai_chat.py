@@ -43,6 +43,7 @@ from thoughtline.streams.base import (
     Chunk,
     Piece,
     RawObject,
+    StreamRun,
     chunk_path,
     decode_chunk,
     encode,
@@ -96,17 +97,52 @@ def assemble(
     visible_sources: frozenset[str] = _VISIBLE_SOURCES,
 ) -> Assembly:
     """The chunks of one Chat stream -> the non-streamed body, pieces, completeness."""
-    assembly = Assembly(body=b"", pieces=[], complete=False)
-    state = _State()
-    for chunk in chunks:
-        state.added.append(_read_chunk(chunk, state, assembly))
-    assembly.complete = (state.finished or done_marker) and assembly.error_code is None
-    assembly.pieces = _pieces(state, visible_sources)
-    # An error event ends the stream as its last word: the usage sent with it (OpenRouter's
-    # mid-stream errors carry the tokens spent so far) is the provider's final count.
-    ended = assembly.complete or assembly.error_code is not None
-    assembly.body = _body(state, assembly.complete, keep_usage=ended)
-    return assembly
+    return _ChatRun(visible_sources).run(chunks, done_marker)
+
+
+def start() -> StreamRun[_State]:
+    """A Chat stream fed chunk by chunk."""
+    return _ChatRun(_VISIBLE_SOURCES)
+
+
+def start_mistral() -> StreamRun[_State]:
+    """A Mistral stream fed chunk by chunk."""
+    return _ChatRun(_MISTRAL_VISIBLE_SOURCES)
+
+
+class _ChatRun(StreamRun[_State]):
+    """The pieces of a Chat stream depend on the whole message so far (which reasoning field
+    it reads), so they are worked out from what each chunk added when asked for."""
+
+    def __init__(self, visible_sources: frozenset[str]) -> None:
+        super().__init__(_State(), _no_piece, _no_end)
+        self._visible_sources = visible_sources
+        self._known: _KnownPieces | None = None
+
+    def feed(self, chunk: Chunk) -> None:
+        self.state.added.append(_read_chunk(chunk, self.state, self.assembly))
+
+    def pieces(self) -> list[Piece]:
+        self._known = _extend_pieces(self.state, self._visible_sources, self._known)
+        return list(self._known.pieces)
+
+    def finish(self, done_marker: bool) -> Assembly:
+        assembly, state = self.assembly, self.state
+        assembly.complete = (state.finished or done_marker) and assembly.error_code is None
+        assembly.pieces = _pieces(state, self._visible_sources)
+        # An error event ends the stream as its last word: the usage sent with it (OpenRouter's
+        # mid-stream errors carry the tokens spent so far) is the provider's final count.
+        ended = assembly.complete or assembly.error_code is not None
+        assembly.body = _body(state, assembly.complete, keep_usage=ended)
+        return assembly
+
+
+def _no_piece(chunk: Chunk, state: _State, assembly: Assembly) -> Piece:
+    return Piece()
+
+
+def _no_end(state: _State, assembly: Assembly, done_marker: bool) -> None:
+    return None
 
 
 def _read_chunk(chunk: Chunk, state: _State, assembly: Assembly) -> list[Added]:
@@ -154,12 +190,21 @@ def _pieces(state: _State, visible_sources: frozenset[str]) -> list[Piece]:
 
     One chunk may end a block and start others (`reasoning_details` entries), so the LF
     that separates native blocks is written here, and every piece names the same block."""
+    return _extend_pieces(state, visible_sources, None).pieces
+
+
+def _extend_pieces(
+    state: _State, visible_sources: frozenset[str], known: _KnownPieces | None
+) -> _KnownPieces:
+    """`_pieces`, going on from `known` (a live stream's pieces so far) while the message
+    still reads the same reasoning source and has no thought marks; else afresh."""
     thinking_sources = _thinking_sources(state.message)
     layout = _thought_layout(state.message)
     spans = thought_spans(layout.text) if layout is not None else []
-    pieces: list[Piece] = []
-    previous: Any = _NO_BLOCK
-    for added in state.added:
+    if known is None or layout is not None or known.sources != thinking_sources:
+        known = _KnownPieces(thinking_sources)
+    pieces, previous = known.pieces, known.previous
+    for added in state.added[len(pieces) :]:
         text: list[str] = []
         thinking: list[str] = []
         for source, block, value in _split_thought(added, layout, spans):
@@ -172,7 +217,17 @@ def _pieces(state: _State, visible_sources: frozenset[str]) -> list[Piece]:
             thinking.append(value)
             previous = block
         pieces.append(Piece(text="".join(text), thinking="".join(thinking)))
-    return pieces
+    known.previous = previous
+    return known
+
+
+class _KnownPieces:
+    """Pieces worked out so far, with what they were worked out from."""
+
+    def __init__(self, sources: frozenset[str]) -> None:
+        self.sources = sources
+        self.pieces: list[Piece] = []
+        self.previous: Any = _NO_BLOCK
 
 
 def _split_thought(

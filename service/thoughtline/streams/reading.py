@@ -15,9 +15,9 @@ from thoughtline.formats.inline_reasoning import extract_chunks
 from thoughtline.record import Delta, DeltaText, Record, Usage
 from thoughtline.registry import FORMATS_BY_NAME, same_stream_shape
 from thoughtline.streams.base import Assembly, Chunk, Piece
-from thoughtline.streams.framing import Framed, frame
+from thoughtline.streams.framing import frame
 
-__all__ = ["read_stream", "stream_deltas", "whole_body_delta"]
+__all__ = ["read_chunks", "read_stream", "stream_deltas", "whole_body_delta"]
 
 _CUT_DETECTIONS: Final = frozenset({"usage_inconsistent", "usage_impossible"})
 """Detections about usage that a cut stream no longer reports."""
@@ -31,19 +31,31 @@ def read_stream(
     meta: msgspec.Raw | None,
 ) -> tuple[Record, Assembly]:
     framed = frame(body)
-    if not framed.chunks:
+    return read_chunks(framed.chunks, framed.done_marker, format, record_id=record_id, meta=meta)
+
+
+def read_chunks(
+    chunks: Sequence[Chunk],
+    done_marker: bool,
+    format: str | None,
+    *,
+    record_id: str | None,
+    meta: msgspec.Raw | None,
+) -> tuple[Record, Assembly]:
+    """`read_stream` of chunks already framed (a live stream's, collected one by one)."""
+    if not chunks:
         raise NormalizeError("empty", "recorded stream holds no chunks")
     recognised = True
     if format is None:
-        chosen = _detect(framed.chunks)
+        chosen = _detect(chunks)
     else:
-        chosen, recognised = _checked(format, framed)
+        chosen, recognised = _checked(format, chunks)
     row = FORMATS_BY_NAME.get(chosen)
     if row is None:
         raise UnknownFormatError(f"recorded streams of format {chosen!r} are not supported yet")
-    assembly = row.assemble_stream(framed.chunks, framed.done_marker)
+    assembly = row.assemble_stream(chunks, done_marker)
     invalid = sum(1 for found in assembly.detections if found.code == "invalid_chunk")
-    if invalid == len(framed.chunks):
+    if invalid == len(chunks):
         raise NormalizeError("not_json", "no chunk of the recorded stream is valid JSON")
     if not recognised and assembly.error_code is None:  # else an empty record, made up
         raise NormalizeError(
@@ -52,7 +64,7 @@ def read_stream(
             "any known provider): the chunks are JSON of another shape",
         )
     record = row.read_body(assembly.body, record_id=record_id, meta=meta)
-    _add_stream_facts(record, assembly, len(framed.chunks))
+    _add_stream_facts(record, assembly, len(chunks))
     return record, assembly
 
 
@@ -65,12 +77,12 @@ def _detect(chunks: Sequence[Chunk]) -> str:
         raise
 
 
-def _checked(format: str, framed: Framed) -> tuple[str, bool]:
+def _checked(format: str, chunks: Sequence[Chunk]) -> tuple[str, bool]:
     """The given format, unless the chunks clearly belong to another one (a clear error
     rather than an empty record), and whether any chunk is recognisably a stream event at
     all. Mistral and Chat chunks are one shape."""
     try:
-        detected = detect_stream_format(framed.chunks)
+        detected = detect_stream_format(chunks)
     except UnknownFormatError:
         return format, False
     if not same_stream_shape(detected, format):

@@ -54,6 +54,7 @@ from thoughtline.worker.group import (
     remove_dead_consumers,
 )
 from thoughtline.worker.health import HealthServer, ReadinessProblems
+from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.reclaim import Reclaimer
 from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff
@@ -115,8 +116,14 @@ class Worker:
             ttl_seconds=settings.conversation_ttl_seconds,
             loop_limit=settings.reasoning_only_loop_limit,
         )
+        self.live = LiveHandler(self.client, settings, self.metrics)
         self.batches = BatchHandler(
-            settings, committer, self.metrics, self.reclaimer.recreate_group, conversations
+            settings,
+            committer,
+            self.metrics,
+            self.reclaimer.recreate_group,
+            conversations,
+            live=self.live,
         )
         self.health = HealthServer(self.metrics, self._readiness, self._refresh_lag)
         self.metrics_port: int | None = None
@@ -126,6 +133,7 @@ class Worker:
         self._stopping = False
         self._reclaimer: asyncio.Task[None] | None = None
         self._consumer_cleanup: asyncio.Task[None] | None = None
+        self._live_sweep: asyncio.Task[None] | None = None
         broker_class = ClusterBroker if settings.redis_cluster else Broker
         faststream_logger = logging.getLogger(FASTSTREAM_LOGGER)
         faststream_logger.addFilter(ONE_LINE_REDIS_ERRORS)  # once, however many workers
@@ -218,6 +226,7 @@ class Worker:
         self._consumer_cleanup = asyncio.create_task(
             self._remove_dead_consumers(), name="consumer-cleanup"
         )
+        self._live_sweep = asyncio.create_task(self.live.run_sweeps(), name="live-sweep")
         logger.info(
             "worker %s reading %s as group %s",
             self.consumer,
@@ -232,6 +241,8 @@ class Worker:
             await cancel_until_done(self._reclaimer)
         if self._consumer_cleanup is not None:
             await cancel_until_done(self._consumer_cleanup)
+        if self._live_sweep is not None:
+            await cancel_until_done(self._live_sweep)
         reader_tasks = list(self.subscriber.tasks)
         await self.subscriber.stop()  # waits for the batch in flight, then stops reading
         await asyncio.gather(*reader_tasks, return_exceptions=True)

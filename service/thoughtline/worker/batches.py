@@ -34,6 +34,7 @@ from thoughtline.record import Detection
 from thoughtline.worker.commit import Committer, GroupVanishedError
 from thoughtline.worker.conversations import ConversationStore
 from thoughtline.worker.entries import FASTSTREAM_DATA_FIELD, DeliveredEntry, Outcome, process
+from thoughtline.worker.live import LiveHandler, is_live
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.retry import TRANSIENT_ERRORS, Backoff
 from thoughtline.worker.settings import Settings
@@ -55,8 +56,10 @@ class BatchHandler:
         metrics: Metrics,
         group_vanished: Callable[[], Awaitable[None]],
         conversations: ConversationStore | None = None,
+        live: LiveHandler | None = None,
     ) -> None:
         self._settings = settings
+        self._live = live
         self._conversations = conversations
         self._committer = committer
         self._metrics = metrics
@@ -70,6 +73,7 @@ class BatchHandler:
 
         Never raises on bad input: an entry that cannot be normalized becomes a dead letter.
         """
+        entries = await self._live_first(entries)
         return await self._commit(await self._normalize(entries))
 
     async def handle_in_background(self, entries: Sequence[DeliveredEntry]) -> None:
@@ -79,6 +83,7 @@ class BatchHandler:
         each waiting for the other. At most one commit is in flight, so a slow Redis slows the
         reading down; `finish()` waits for it.
         """
+        entries = await self._live_first(entries)
         outcomes = await self._normalize(entries)
         await self.finish()
         self._commit_task = asyncio.create_task(self._commit_logging_failure(outcomes))
@@ -105,6 +110,17 @@ class BatchHandler:
         self._commit_task = None
         if not task.cancelled():
             await task
+
+    async def _live_first(self, entries: Sequence[DeliveredEntry]) -> Sequence[DeliveredEntry]:
+        """Live entries (a `stream` field) are applied by the live handler, each committed
+        by its own script (`worker/live.py`); the others are returned, to be normalized."""
+        if self._live is None:
+            return entries
+        live = [entry for entry in entries if is_live(entry.fields)]
+        if not live:
+            return entries
+        await self._live.handle(live)
+        return [entry for entry in entries if not is_live(entry.fields)]
 
     async def _normalize(self, entries: Sequence[DeliveredEntry]) -> list[Outcome]:
         """The outcomes of `entries`, in their order: on the loop while that stays short (see

@@ -12,6 +12,9 @@ server that shows them.
     thoughtline_reclaimed_total                      entries taken over from idle consumers
     thoughtline_stream_lag                           entries not yet done by the group
     thoughtline_stream_pending                       of those, read but not yet acknowledged
+    thoughtline_live_streams_open                    live streams open (worker/live.py)
+    thoughtline_live_chunks_total{outcome}           outcome: applied | waited | repeated | late
+    thoughtline_live_streams_closed_total{how}       how: final | idle | too_large
 
 Every label value comes from a fixed set (an unknown one becomes `other` / `unknown`), so no
 model name, id or payload text can grow the number of series. `skipped` counts entries another
@@ -49,6 +52,8 @@ FORMAT_LABELS: Final = (*KNOWN_FORMATS, UNKNOWN_FORMAT)
 OUTCOMES: Final = ("normalized", "dead_lettered", "skipped")
 DEAD_LETTER_REASONS: Final = (*get_args(NormalizeReason), OTHER)
 TOKEN_KINDS: Final = ("input", "output", "reasoning", "cached")
+LIVE_CHUNK_OUTCOMES: Final = ("applied", "waited", "repeated", "late")
+LIVE_CLOSED_HOWS: Final = ("final", "idle", "too_large")
 NORMALIZE_BUCKETS: Final = (
     0.0001,
     0.00025,
@@ -150,6 +155,27 @@ class Metrics:
             "(XINFO GROUPS pending): part of thoughtline_stream_lag.",
             registry=self.registry,
         )
+        self.live_open = Gauge(
+            "thoughtline_live_streams_open",
+            "Live streams open (a chunk applied or waiting, not ended), at this worker's last "
+            "sweep.",
+            registry=self.registry,
+        )
+        self.live_chunks = Counter(
+            "thoughtline_live_chunks_total",
+            "Live chunks by outcome: applied; waited (came before their predecessor: parked); "
+            "repeated (applied before: only acknowledged); late (after their stream ended: "
+            "dead-lettered).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.live_closed = Counter(
+            "thoughtline_live_streams_closed_total",
+            "Live streams ended, by how: final (a final=1 chunk), idle (closed as truncated after "
+            "THOUGHTLINE_LIVE_IDLE_MS), too_large (over THOUGHTLINE_LIVE_MAX_STATE_BYTES).",
+            ["how"],
+            registry=self.registry,
+        )
         self.readiness = ReadinessProblems()
         """Problems the worker's parts report for `/readyz` (see `ReadinessProblems`)."""
         self._zero_every_series()
@@ -167,6 +193,10 @@ class Metrics:
                 self.tokens.labels(format_name, kind)
         for reason in DEAD_LETTER_REASONS:
             self.dead_letters.labels(reason)
+        for outcome in LIVE_CHUNK_OUTCOMES:
+            self.live_chunks.labels(outcome)
+        for how in LIVE_CLOSED_HOWS:
+            self.live_closed.labels(how)
 
     def tally(self) -> Tally:
         """A batch's counts, added here once per label set when flushed."""

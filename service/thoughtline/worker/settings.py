@@ -72,6 +72,14 @@ class Settings(BaseSettings):
     """How long an idle conversation's fingerprints are kept."""
     reasoning_only_loop_limit: int = Field(default=DEFAULT_REASONING_ONLY_LOOP_LIMIT, ge=1)
     """Consecutive reasoning-only records of one conversation that count as a loop."""
+    live_idle_ms: int = Field(default=300_000, ge=1)
+    """A live stream with no progress this long is closed as truncated (keep it well above
+    min_idle_ms: a chunk whose worker died waits that long to be reclaimed)."""
+    live_ttl_seconds: int = Field(default=3600, ge=1)
+    """How long a live stream's keys outlive its last step (an ended stream's tombstone)."""
+    live_max_state_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
+    """A live stream whose stored chunks would exceed this ends with the chunk that crossed
+    it (each step replays the stream's chunks: this bounds a step's work)."""
 
     @field_validator("redis_url")
     @classmethod

@@ -1,0 +1,408 @@
+"""Live streams under chaos: many streams published chunk by chunk, interleaved and partly out
+of order, over a fleet of workers that are SIGKILLed; then every stream is checked.
+
+    python bench/live_chaos.py [--streams 2000] [--min-chunks 20] [--max-chunks 200]
+                               [--workers 3] [--kill-every 3.0] [--kills 20]
+                               [--swap-fraction 0.05] [--corpus] [--seed 1]
+
+A private redis-server on a free loopback port; N `thoughtline serve` processes; a producer
+that keeps 50 streams open at a time and publishes one chunk of a random open stream at a
+time (`--swap-fraction` of the chunks go out after their successor). The streams are
+synthetic Chat streams (an inline `<think>` block, then an answer, cut into 20-200 chunks),
+or, with `--corpus`, every recorded stream of the shared corpus and the golden streams,
+several times over. Every `--kill-every` seconds (+-30 %) a random worker is SIGKILLed and a
+new one started, `--kills` times.
+
+At the end, read from Redis itself, per stream: its deltas exactly once each and in `seq`
+order; they add up (each accumulation the previous plus the delta), each accumulation is a
+prefix of the recorded stream's at the same chunk, and the last ones are the record's content
+and thinking; exactly one record, byte for byte
+`thoughtline normalize` of the same chunks recorded as one stream; no dead letter, nothing
+pending; and, after the state TTL, no live state left in Redis. Any failure: exit status 1.
+The test suite runs small versions (tests/chaos/test_live_chaos.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests.*` helpers, run as a script
+
+import thoughtline
+from tests.chaos.fleet import Fleet
+from tests.chaos.servers import RedisServer
+from tests.streams.live_entries import live_payloads
+from thoughtline.normalization import normalize_with_deltas
+from thoughtline.worker.settings import Settings, load_settings
+
+OPEN_AT_ONCE: Final = 50
+ROOT: Final = Path(__file__).resolve().parents[1]
+SHARED_CORPUS: Final = ROOT.parent / "shared" / "corpus"
+WORDS: Final = ("alpha", "beta", "gamma", "delta", "`code`", "<b>", "x < y", "-", "\n", "tags")
+
+
+@dataclass(frozen=True)
+class Plan:
+    streams: int = 2000
+    min_chunks: int = 20
+    max_chunks: int = 200
+    workers: int = 3
+    kills: int = 20
+    kill_every: float = 3.0
+    swap_fraction: float = 0.05
+    corpus: bool = False
+    seed: int = 1
+    min_idle_ms: int = 1000
+    live_idle_ms: int = 20_000
+    """Well above a reclaim (min_idle_ms plus a kill's restart): no stream closes as idle."""
+    live_ttl_seconds: int = 30
+    drain_timeout: float = 900.0
+
+
+@dataclass
+class LiveStream:
+    name: str
+    format: str
+    payloads: list[bytes]
+    expected_record: bytes
+    recorded: list[tuple[str, str]]
+    """The recorded stream's accumulations (text, thinking) per chunk: each live one must be
+    a prefix of the recorded one at the same seq."""
+
+
+@dataclass
+class Report:
+    plan: Plan
+    chunks: int = 0
+    swapped: int = 0
+    kills: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        plan, counts = self.plan, self.counts
+        return [
+            f"live chaos: {plan.streams} streams ({'corpus' if plan.corpus else 'synthetic'}), "
+            f"{self.chunks} chunks ({self.swapped} published after their successor), "
+            f"{plan.workers} workers, {self.kills} SIGKILLs",
+            f"deltas: {counts.get('deltas', 0)} for {self.chunks} chunks "
+            f"({counts.get('streams_with_bad_deltas', 0)} streams with a delta missing, twice "
+            f"or out of order, {counts.get('streams_not_adding_up', 0)} not adding up)",
+            f"records: {counts.get('records', 0)} for {plan.streams} streams "
+            f"({counts.get('missing_records', 0)} missing, "
+            f"{counts.get('duplicate_records', 0)} duplicated, "
+            f"{counts.get('different_records', 0)} not the recorded stream's)",
+            f"dead letters: {counts.get('dead_letters', 0)}; pending: "
+            f"{counts.get('pending', -1)}; live keys left after the TTL: "
+            f"{counts.get('keys_left', -1)}",
+            "seconds: " + ", ".join(f"{name} {value:.1f}" for name, value in self.seconds.items()),
+            "RESULT: " + ("PASS" if not self.failures else "FAIL: " + "; ".join(self.failures)),
+        ]
+
+
+def synthetic_stream(name: str, chunks: int, random_source: random.Random) -> LiveStream:
+    words = [random_source.choice(WORDS) for _ in range(chunks * 3)]
+    split = len(words) // 3
+    text = "<think>" + " ".join(words[:split]) + "</think>" + " ".join(words[split:])
+    cuts = sorted(random_source.sample(range(1, len(text)), chunks - 2))
+    pieces = [text[start:end] for start, end in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    objects: list[dict[str, Any]] = [
+        {"id": name, "object": "chat.completion.chunk", "model": "synthetic-r1",
+         "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+        for piece in pieces
+    ]  # fmt: skip
+    objects.append({"id": name, "object": "chat.completion.chunk", "model": "synthetic-r1",
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": chunks,
+                              "total_tokens": 5 + chunks}})  # fmt: skip
+    payloads = [json.dumps(item).encode() for item in objects]
+    return _stream(name, "openai_chat", payloads)
+
+
+def corpus_recordings() -> list[Path]:
+    golden = sorted((ROOT / "tests" / "golden").glob("*/*.raw.*"))
+    found = [path for path in golden if path.suffix in (".sse", ".jsonl")]
+    if SHARED_CORPUS.is_dir():
+        found += sorted(p for p in SHARED_CORPUS.glob("*/*") if p.suffix in (".sse", ".jsonl"))
+    return found
+
+
+def corpus_stream(name: str, recording: Path) -> LiveStream:
+    body = recording.read_bytes()
+    format_name = thoughtline.normalize(body).format
+    return _stream(name, format_name, live_payloads(body), recording=body)
+
+
+def _stream(
+    name: str, format_name: str, payloads: list[bytes], recording: bytes | None = None
+) -> LiveStream:
+    whole = recording if recording is not None else b"\n".join(payloads)
+    record, deltas = normalize_with_deltas(whole, format_name, record_id=name)
+    recorded = [(delta.accumulated_text, delta.accumulated_thinking) for delta in deltas]
+    return LiveStream(name, format_name, payloads, thoughtline.encode(record), recorded)
+
+
+def build_streams(plan: Plan, random_source: random.Random) -> list[LiveStream]:
+    if plan.corpus:
+        recordings = corpus_recordings()
+        return [
+            corpus_stream(f"live-{number}", recordings[number % len(recordings)])
+            for number in range(plan.streams)
+        ]
+    return [
+        synthetic_stream(
+            f"live-{number}", random_source.randint(plan.min_chunks, plan.max_chunks),
+            random_source,
+        )
+        for number in range(plan.streams)
+    ]  # fmt: skip
+
+
+class Producer(threading.Thread):
+    """Publishes every stream's chunks, 50 streams open at a time, some pairs swapped."""
+
+    def __init__(
+        self, url: str, settings: Settings, streams: list[LiveStream], plan: Plan, seed: int
+    ) -> None:
+        super().__init__(name="live-producer", daemon=True)
+        self.client = redis.Redis.from_url(url, socket_timeout=10)
+        self.settings = settings
+        self.streams = streams
+        self.plan = plan
+        self.random = random.Random(seed)
+        self.swapped = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._publish()
+        except BaseException as error:
+            self.error = error
+        finally:
+            self.client.close()
+
+    def _publish(self) -> None:
+        waiting = list(self.streams)
+        open_streams: list[tuple[LiveStream, list[int]]] = []
+        pipeline = self.client.pipeline(transaction=False)
+        queued = 0
+        while waiting or open_streams:
+            while waiting and len(open_streams) < OPEN_AT_ONCE:
+                stream = waiting.pop(0)
+                open_streams.append((stream, self._order(len(stream.payloads))))
+            index = self.random.randrange(len(open_streams))
+            stream, order = open_streams[index]
+            seq = order.pop(0)
+            fields = {"stream": stream.name, "seq": str(seq), "format": stream.format,
+                      "payload": stream.payloads[seq]}  # fmt: skip
+            if seq == len(stream.payloads) - 1:
+                fields["final"] = "1"
+            pipeline.xadd(self.settings.input_stream, fields)  # type: ignore[arg-type]
+            queued += 1
+            if queued >= 50:
+                pipeline.execute()
+                queued = 0
+            if not order:
+                open_streams.pop(index)
+        pipeline.execute()
+
+    def _order(self, count: int) -> list[int]:
+        order = list(range(count))
+        position = 0
+        while position < count - 1:
+            if self.random.random() < self.plan.swap_fraction:
+                order[position], order[position + 1] = order[position + 1], order[position]
+                self.swapped += 1
+                position += 2
+            else:
+                position += 1
+        return order
+
+
+def run(plan: Plan, directory: Path) -> Report:
+    random_source = random.Random(plan.seed)
+    streams = build_streams(plan, random_source)
+    report = Report(plan, chunks=sum(len(stream.payloads) for stream in streams))
+    server = RedisServer(directory / "redis")
+    server.start()
+    settings = load_settings(redis_url=server.url, min_idle_ms=plan.min_idle_ms, block_ms=200,
+                             metrics_port=0)  # fmt: skip
+    environment = {
+        "THOUGHTLINE_LIVE_IDLE_MS": str(plan.live_idle_ms),
+        "THOUGHTLINE_LIVE_TTL_SECONDS": str(plan.live_ttl_seconds),
+    }
+    fleet = Fleet(settings, directory / "workers", plan.workers, environment=environment)
+    client = redis.Redis.from_url(server.url, socket_timeout=30)
+    started = time.monotonic()
+    try:
+        fleet.start()
+        producer = Producer(server.url, settings, streams, plan, plan.seed + 1)
+        producer.start()
+        last_kill = time.monotonic()
+        pause = plan.kill_every
+        while (
+            report.kills < plan.kills
+            or producer.is_alive()
+            or not _done(client, settings, len(streams))
+        ):
+            if time.monotonic() - started > plan.drain_timeout:
+                report.failures.append(f"not done within {plan.drain_timeout:.0f} s")
+                break
+            if report.kills < plan.kills and time.monotonic() - last_kill > pause:
+                fleet.kill_one(random_source)
+                report.kills += 1
+                last_kill = time.monotonic()
+                pause = plan.kill_every * random_source.uniform(0.7, 1.3)
+            fleet.revive_exited()
+            time.sleep(0.2)
+        producer.join()
+        report.swapped = producer.swapped
+        if producer.error is not None:
+            report.failures.append(f"the producer failed: {producer.error!r}")
+        report.seconds["run"] = time.monotonic() - started
+        _wait_no_pending(client, settings, 60.0)
+        _count(client, settings, streams, report)
+        waited = time.monotonic()
+        _wait_keys_gone(client, settings, plan.live_ttl_seconds + 15.0, report)
+        report.seconds["ttl wait"] = time.monotonic() - waited
+        if fleet.self_exits:
+            report.failures.append(f"workers exited on their own: {fleet.self_exits}")
+    finally:
+        fleet.kill_all()
+        client.close()
+        server.kill()
+    return report
+
+
+def _done(client: redis.Redis, settings: Settings, streams: int) -> bool:
+    return int(client.xlen(settings.output_stream)) >= streams and _pending(client, settings) == 0
+
+
+def _pending(client: redis.Redis, settings: Settings) -> int:
+    try:
+        return int(client.xpending(settings.input_stream, settings.group)["pending"])
+    except redis.ResponseError:
+        return -1
+
+
+def _wait_no_pending(client: redis.Redis, settings: Settings, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while _pending(client, settings) != 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def _read_all(client: redis.Redis, stream: str) -> list[dict[bytes, bytes]]:
+    found: list[dict[bytes, bytes]] = []
+    start = "-"
+    while True:
+        page = client.xrange(stream, min=start, count=5000)
+        if not page:
+            return found
+        found += [fields for _, fields in page]
+        last = page[-1][0].decode()
+        milliseconds, sequence = last.split("-")
+        start = f"{milliseconds}-{int(sequence) + 1}"
+
+
+def _count(
+    client: redis.Redis, settings: Settings, streams: list[LiveStream], report: Report
+) -> None:
+    counts = report.counts
+    deltas: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for fields in _read_all(client, settings.deltas_stream):
+        deltas[fields[b"id"].decode()].append(json.loads(fields[b"delta"]))
+    records: dict[str, list[bytes]] = defaultdict(list)
+    for fields in _read_all(client, settings.output_stream):
+        records[fields[b"id"].decode()].append(fields[b"record"])
+    counts["deltas"] = sum(len(found) for found in deltas.values())
+    counts["records"] = sum(len(found) for found in records.values())
+    counts["dead_letters"] = int(client.xlen(settings.dead_stream))
+    counts["pending"] = _pending(client, settings)
+    for name in ("streams_with_bad_deltas", "streams_not_adding_up", "missing_records",
+                 "duplicate_records", "different_records"):  # fmt: skip
+        counts[name] = 0
+    for stream in streams:
+        found = deltas.get(stream.name, [])
+        if [delta["seq"] for delta in found] != list(range(len(stream.payloads))):
+            counts["streams_with_bad_deltas"] += 1
+        elif not _adds_up(found, stream):
+            counts["streams_not_adding_up"] += 1
+        published = records.get(stream.name, [])
+        if not published:
+            counts["missing_records"] += 1
+        elif len(published) > 1:
+            counts["duplicate_records"] += 1
+        elif published[0] != stream.expected_record:
+            counts["different_records"] += 1
+    for name in ("streams_with_bad_deltas", "streams_not_adding_up", "missing_records",
+                 "duplicate_records", "different_records", "dead_letters"):  # fmt: skip
+        if counts[name]:
+            report.failures.append(f"{counts[name]} {name.replace('_', ' ')}")
+    if counts["pending"] != 0:
+        report.failures.append(f"{counts['pending']} entries pending")
+
+
+def _adds_up(deltas: list[dict[str, Any]], stream: LiveStream) -> bool:
+    text = thinking = ""
+    for delta, (whole_text, whole_thinking) in zip(deltas, stream.recorded, strict=False):
+        text += delta["delta"]["text"]
+        thinking += delta["delta"]["thinking"]
+        if (delta["accumulated_text"], delta["accumulated_thinking"]) != (text, thinking):
+            return False
+        if not (whole_text.startswith(text) and whole_thinking.startswith(thinking)):
+            return False
+    for delta in deltas[len(stream.recorded) :]:  # a `[DONE]` entry: one more than chunks
+        text += delta["delta"]["text"]
+        thinking += delta["delta"]["thinking"]
+    record = json.loads(stream.expected_record)
+    return bool(deltas) and (text, thinking) == (record["content"], record["thinking"] or "")
+
+
+def _live_keys(client: redis.Redis, settings: Settings) -> list[bytes]:
+    pattern = f"{settings.input_stream}:live:*"
+    return [key for key in client.scan_iter(match=pattern, count=1000)
+            if not key.endswith(b":live:open") or client.zcard(key) > 0]  # fmt: skip
+
+
+def _wait_keys_gone(
+    client: redis.Redis, settings: Settings, timeout: float, report: Report
+) -> None:
+    deadline = time.monotonic() + timeout
+    while (left := _live_keys(client, settings)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    report.counts["keys_left"] = len(left)
+    if left:
+        report.failures.append(f"{len(left)} live keys left after the TTL")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    defaults = Plan()
+    for name, value in vars(defaults).items():
+        option = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            parser.add_argument(option, action="store_true")
+        else:
+            parser.add_argument(option, type=type(value), default=value)
+    plan = Plan(**vars(parser.parse_args()))
+    with tempfile.TemporaryDirectory(prefix="thoughtline-live-chaos-") as directory:
+        report = run(plan, Path(directory))
+    print("\n".join(report.lines()))
+    return 0 if not report.failures else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

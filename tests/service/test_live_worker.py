@@ -1,0 +1,286 @@
+"""Live entries through the worker's live handler against a real Redis: chunks applied in
+`seq` order whatever order they come in, exactly once, by any of several handlers; idle
+streams closed as truncated; late chunks dead-lettered; state gone after its TTL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+
+import msgspec
+import pytest
+import pytest_asyncio
+import redis
+import redis.asyncio as redis_asyncio
+
+import thoughtline
+from tests.streams.live_entries import run_live
+from thoughtline.worker.entries import DeliveredEntry
+from thoughtline.worker.group import ensure_group
+from thoughtline.worker.live import LiveHandler, live_keys
+from thoughtline.worker.metrics import Metrics
+from thoughtline.worker.settings import Settings, load_settings
+
+pytestmark = pytest.mark.redis
+
+LONG = "An answer long enough to be given out before the stream ends, chunk by chunk. " * 2
+
+
+def _chat(fragments: Sequence[str], finish: bool = True) -> list[bytes]:
+    chunks: list[dict[str, object]] = [
+        {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"content": fragment}}]}
+        for fragment in fragments
+    ]
+    if finish:
+        finish_chunk = {"index": 0, "delta": {}, "finish_reason": "stop"}
+        chunks.append({"id": "c", "model": "m", "choices": [finish_chunk]})
+    return [json.dumps(chunk).encode() for chunk in chunks]
+
+
+PAYLOADS = _chat(["<think>The user", " asks; I answer.</th", "ink>", LONG[:60], LONG[60:]])
+
+
+@pytest.fixture
+def live_settings(redis_url: str, stream_names: dict[str, str]) -> Settings:
+    return load_settings(
+        redis_url=redis_url,
+        metrics_port=0,
+        min_idle_ms=60_000,
+        live_idle_ms=300,
+        live_ttl_seconds=2,
+        **stream_names,
+    )
+
+
+@pytest_asyncio.fixture
+async def aclient(redis_url: str) -> AsyncIterator[redis_asyncio.Redis]:
+    client = redis_asyncio.Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+async def _publish(
+    client: redis_asyncio.Redis,
+    settings: Settings,
+    stream: str,
+    seqs: Sequence[int],
+    payloads: Sequence[bytes] = PAYLOADS,
+    *,
+    final_at: int | None = None,
+) -> None:
+    last = len(payloads) - 1 if final_at is None else final_at
+    for seq in seqs:
+        fields: dict[str, bytes | str] = {
+            "stream": stream,
+            "seq": str(seq),
+            "format": "openai_chat",
+            "payload": payloads[seq],
+        }
+        if seq == last:
+            fields["final"] = "1"
+        await client.xadd(settings.input_stream, fields)  # type: ignore[arg-type]
+
+
+async def _read(client: redis_asyncio.Redis, settings: Settings) -> list[DeliveredEntry]:
+    found = await client.xreadgroup(
+        settings.group, "test-consumer", {settings.input_stream: ">"}, count=1000
+    )
+    return [DeliveredEntry(entry_id, fields, 1) for _, page in found for entry_id, fields in page]
+
+
+def _deltas(client: redis.Redis, settings: Settings, stream: str) -> list[dict[str, object]]:
+    return [
+        json.loads(fields[b"delta"])
+        for _, fields in client.xrange(settings.deltas_stream)
+        if fields[b"id"] == stream.encode()
+    ]
+
+
+def _expected(stream: str, payloads: Sequence[bytes] = PAYLOADS) -> bytes:
+    record = thoughtline.normalize(b"\n".join(payloads), "openai_chat", record_id=stream)
+    return thoughtline.encode(record)
+
+
+async def _handler(client: redis_asyncio.Redis, settings: Settings) -> LiveHandler:
+    await ensure_group(client, settings)
+    return LiveHandler(client, settings, Metrics())
+
+
+def _pending(client: redis.Redis, settings: Settings) -> int:
+    return int(client.xpending(settings.input_stream, settings.group)["pending"])
+
+
+async def test_chunks_in_order_give_the_core_deltas_and_the_recorded_record(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    handler = await _handler(aclient, live_settings)
+    await _publish(aclient, live_settings, "s1", range(len(PAYLOADS)))
+    await handler.handle(await _read(aclient, live_settings))
+    expected, _ = run_live(PAYLOADS, "openai_chat", "s1")
+    assert _deltas(client, live_settings, "s1") == [
+        json.loads(msgspec.json.encode(delta)) for delta in expected
+    ]
+    records = client.xrange(live_settings.output_stream)
+    assert [fields[b"record"] for _, fields in records] == [_expected("s1")]
+    assert _pending(client, live_settings) == 0
+
+
+async def test_chunks_out_of_order_wait_and_are_applied_in_order(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    handler = await _handler(aclient, live_settings)
+    order = [3, 1, 5, 0, 2, 4]
+    for seq in order:  # one batch each: 3, 1 and 5 come before their predecessor
+        await _publish(aclient, live_settings, "s2", [seq])
+        await handler.handle(await _read(aclient, live_settings))
+    assert [delta["seq"] for delta in _deltas(client, live_settings, "s2")] == list(range(6))
+    assert [f[b"record"] for _, f in client.xrange(live_settings.output_stream)] == [
+        _expected("s2")
+    ]
+    assert _pending(client, live_settings) == 0
+    exposition = handler._metrics.exposition().decode()
+    assert 'thoughtline_live_chunks_total{outcome="waited"} 3.0' in exposition
+    assert 'thoughtline_live_chunks_total{outcome="applied"} 6.0' in exposition
+
+
+async def test_a_chunk_published_twice_is_applied_once(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    handler = await _handler(aclient, live_settings)
+    await _publish(aclient, live_settings, "s3", [0, 1, 1, 2, 0])
+    await handler.handle(await _read(aclient, live_settings))
+    await _publish(aclient, live_settings, "s3", range(3, len(PAYLOADS)))
+    await handler.handle(await _read(aclient, live_settings))
+    assert [delta["seq"] for delta in _deltas(client, live_settings, "s3")] == list(range(6))
+    assert _pending(client, live_settings) == 0
+    assert client.xlen(live_settings.dead_stream) == 0
+
+
+async def test_several_handlers_racing_apply_each_chunk_once_in_order(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    handlers = [await _handler(aclient, live_settings) for _ in range(3)]
+    streams = [f"race-{number}" for number in range(6)]
+    for seq in range(len(PAYLOADS)):
+        for stream in streams:
+            await _publish(aclient, live_settings, stream, [seq])
+    entries = await _read(aclient, live_settings)
+    shares = [entries[number::3] for number in range(3)]  # each handler gets every third
+    await asyncio.gather(
+        *(handler.handle(share) for handler, share in zip(handlers, shares, strict=True))
+    )
+    for handler in handlers:
+        for stream in streams:
+            await handler.apply_parked(stream)
+    for stream in streams:
+        assert [d["seq"] for d in _deltas(client, live_settings, stream)] == list(range(6))
+    records = {f[b"id"]: f[b"record"] for _, f in client.xrange(live_settings.output_stream)}
+    assert records == {stream.encode(): _expected(stream) for stream in streams}
+    assert client.xlen(live_settings.output_stream) == len(streams)
+    assert _pending(client, live_settings) == 0
+
+
+async def test_an_idle_stream_closes_as_truncated_and_a_late_chunk_is_a_dead_letter(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    handler = await _handler(aclient, live_settings)
+    await _publish(aclient, live_settings, "s4", [0, 1, 3])  # 2 never comes
+    await handler.handle(await _read(aclient, live_settings))
+    await handler.sweep()
+    assert client.xlen(live_settings.output_stream) == 0  # not idle yet
+    await asyncio.sleep(0.4)
+    await handler.sweep()
+    deltas = _deltas(client, live_settings, "s4")
+    assert [delta["seq"] for delta in deltas] == [0, 1, 2]
+    assert deltas[-1]["is_final"] is True
+    (record,) = [json.loads(f[b"record"]) for _, f in client.xrange(live_settings.output_stream)]
+    assert [d["code"] for d in record["detections"]][-1] == "truncated_stream"
+    assert record["content"] == deltas[-1]["accumulated_text"]
+    dead = [fields for _, fields in client.xrange(live_settings.dead_stream)]
+    assert [(f[b"seq"], f[b"reason"]) for f in dead] == [(b"3", b"live_stream_closed")]
+    assert dead[0][b"payload"] == PAYLOADS[3]
+    await _publish(aclient, live_settings, "s4", [4])
+    await handler.handle(await _read(aclient, live_settings))
+    assert client.xlen(live_settings.dead_stream) == 2
+    assert _pending(client, live_settings) == 0
+
+
+async def test_no_state_is_left_after_the_ttl(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    handler = await _handler(aclient, live_settings)
+    await _publish(aclient, live_settings, "s5", range(len(PAYLOADS)))
+    await _publish(aclient, live_settings, "s6", [0, 2])
+    await handler.handle(await _read(aclient, live_settings))
+    keys = live_keys(live_settings, "s5")
+    assert 0 < client.ttl(keys.state) <= live_settings.live_ttl_seconds
+    await asyncio.sleep(0.4)
+    await handler.sweep()  # s6 closes as idle
+    await asyncio.sleep(live_settings.live_ttl_seconds + 0.5)
+    assert list(client.scan_iter(match=f"{live_settings.input_stream}:live:*")) == []
+
+
+async def test_a_bad_live_entry_is_a_dead_letter(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    handler = await _handler(aclient, live_settings)
+    await aclient.xadd(live_settings.input_stream, {"stream": "s7", "seq": "x", "format": "a"})
+    await aclient.xadd(live_settings.input_stream, {"stream": "s7", "seq": "0", "format": "nope",
+                                                   "payload": "{}"})  # fmt: skip
+    await handler.handle(await _read(aclient, live_settings))
+    reasons = [f[b"reason"] for _, f in client.xrange(live_settings.dead_stream)]
+    assert reasons == [b"invalid_entry", b"unknown_format"]
+    assert _pending(client, live_settings) == 0
+
+
+async def test_the_python_client_publishes_live_chunks(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    from thoughtline import client as tl
+
+    handler = await _handler(aclient, live_settings)
+    stream = live_settings.input_stream
+    for seq, payload in enumerate(PAYLOADS[:-1]):
+        tl.publish_live(client, "s8", seq, payload, format="openai_chat", stream=stream)
+    await tl.apublish_live(aclient, "s8", len(PAYLOADS) - 1, PAYLOADS[-1], format="openai_chat",
+                           stream=stream)  # fmt: skip
+    await tl.apublish_live(aclient, "s8", len(PAYLOADS), None, format="openai_chat",
+                           final=True, stream=stream)  # fmt: skip
+    await handler.handle(await _read(aclient, live_settings))
+    assert [d["seq"] for d in _deltas(client, live_settings, "s8")] == list(range(7))
+    assert [f[b"record"] for _, f in client.xrange(live_settings.output_stream)] == [
+        _expected("s8")
+    ]
+
+
+async def test_the_same_chunks_published_twice_and_applied_at_once_are_applied_once(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    """A producer that retried: every chunk twice, as different entries, each copy handled by
+    another worker at the same moment. The `seq` check lets one of each pair through."""
+    first, second = [await _handler(aclient, live_settings) for _ in range(2)]
+    await _publish(aclient, live_settings, "s9", range(len(PAYLOADS)))
+    copies = await _read(aclient, live_settings)
+    await _publish(aclient, live_settings, "s9", range(len(PAYLOADS)))
+    again = await _read(aclient, live_settings)
+    await asyncio.gather(first.handle(copies), second.handle(again))
+    assert [d["seq"] for d in _deltas(client, live_settings, "s9")] == list(range(6))
+    assert client.xlen(live_settings.output_stream) == 1
+    assert _pending(client, live_settings) == 0
+
+
+async def test_a_stream_that_progressed_since_the_sweep_looked_is_not_closed(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    """The sweep saw the stream idle, then a chunk was applied before it closed the stream:
+    the close script sees the new progress and does nothing."""
+    handler = await _handler(aclient, live_settings)
+    await _publish(aclient, live_settings, "s10", [0, 1])
+    await handler.handle(await _read(aclient, live_settings))
+    await handler._close_idle("s10")  # as if the sweep had looked before chunk 1 came
+    assert client.xlen(live_settings.output_stream) == 0
+    assert [d["seq"] for d in _deltas(client, live_settings, "s10")] == [0, 1]
+    await _publish(aclient, live_settings, "s10", range(2, len(PAYLOADS)))
+    await handler.handle(await _read(aclient, live_settings))
+    assert client.xlen(live_settings.output_stream) == 1
