@@ -11,6 +11,10 @@ Three framings are read:
 
 Nothing here decodes a chunk: that is the assembler's job, so a bad line becomes a detection
 at its own position instead of failing the whole stream.
+
+`StreamCutter` cuts a stream's bytes as they arrive into the pieces a live producer publishes
+(one SSE event, or one JSON line, bytes as received), by the same rules: framing each piece
+gives, in order, the chunks that framing the whole stream gives, however the bytes were cut.
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ DONE: Final = b"[DONE]"
 _LINE_BREAK: Final = re.compile(rb"\r\n|\r|\n")
 _NON_SPACE: Final = re.compile(rb"\S")
 _ARRAY_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
+_EVENT_END: Final = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
+"""A line's end followed by an empty line's (a CRLF is never two): where an SSE event is
+dispatched."""
+_CR: Final = 13
 
 
 class Framed(NamedTuple):
@@ -163,3 +171,73 @@ def _array_items(body: bytes) -> list[bytes]:
     if start >= 0:
         items.append(body[start:])
     return items
+
+
+class StreamCutter:
+    """A streamed body's bytes, fed as they arrive, cut into whole pieces: one SSE event
+    (up to and with the empty line that ends it) or one JSON line (with its LF).
+
+    The framing is chosen as `frame` chooses it, from the first bytes: SSE when they start
+    with an SSE field, JSON lines otherwise; a JSON array (Gemini without `alt=sse`) is not
+    cut: it comes whole from `end`. A piece is cut only where the rest cannot change it (a CR
+    at the end of what arrived may be the first half of a CRLF), and blank lines stay with
+    the piece after them, so every piece holds a chunk or a `[DONE]` / comment, the pieces
+    are the same whatever the cuts of the input, and their concatenation is the input.
+    """
+
+    __slots__ = ("_mode", "_pending")
+
+    def __init__(self) -> None:
+        self._pending = b""
+        self._mode = ""
+        """"" until the first bytes decide; then "sse", "lines" or "array"."""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The pieces that `data` completes (often none or one)."""
+        pending = self._pending + data if self._pending else data
+        if not self._mode:
+            self._mode = _framing_of(pending)
+        if self._mode in ("", "array"):
+            self._pending = pending
+            return []
+        pieces: list[bytes] = []
+        start = position = 0
+        sse = self._mode == "sse"
+        while True:
+            if sse:
+                found = _EVENT_END.search(pending, position)
+                if found is None:
+                    break
+                end = found.end()
+                if end == len(pending) and pending[end - 1] == _CR:
+                    break  # maybe the CR of a CRLF: wait for the next byte
+            else:
+                line_end = pending.find(b"\n", position)
+                if line_end < 0:
+                    break
+                end = line_end + 1
+            if not pending[start:end].isspace():
+                pieces.append(pending[start:end])
+                start = end
+            position = end
+        self._pending = pending[start:]
+        return pieces
+
+    def end(self) -> bytes:
+        """What is left when the body ends: a last piece with no end of its own, blank
+        lines, a cut event, or a whole JSON array (b"" when nothing is left)."""
+        rest, self._pending = self._pending, b""
+        return rest
+
+
+def _framing_of(start: bytes) -> str:
+    """ "sse", "array" or "lines" as `frame` would choose it; "" while the first bytes could
+    still begin an SSE field."""
+    begun = start.lstrip()
+    if begun.startswith(SSE_STARTS):
+        return "sse"
+    if begun.startswith(b"["):
+        return "array"
+    if not begun or any(field.startswith(begun) for field in SSE_STARTS):
+        return ""
+    return "lines"
