@@ -21,7 +21,7 @@ Ending = Literal["complete", "closed", "broken"]
 """How the response body ended: read to its end; closed by the caller before its end (an SDK
 that stops at its terminal event, or a caller that stopped reading); the connection failed."""
 
-__all__ = ["Capture", "entries_of", "format_of"]
+__all__ = ["Capture", "LivePiece", "entries_of", "format_of", "live_entry_of", "streams_live"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +78,54 @@ class Capture:
     size: int = 0
     response_decoder: Callable[[bytes, str], bytes] | None = None
     """The HTTP library's own decoding, for encodings other than gzip and deflate."""
+
+
+@dataclass(slots=True)
+class LivePiece:
+    """One chunk of a response published live (`live=True`): piece `seq` of the capture's
+    stream, as cut by `streams.framing.StreamCutter`; `payload` None with `final` is the end
+    entry."""
+
+    capture: Capture
+    format: FormatName
+    seq: int
+    payload: bytes | None
+    final: bool
+    size: int
+
+
+def streams_live(capture: Capture) -> bool:
+    """Whether a response can be published live: a stream (SSE, JSON lines, Gemini's JSON
+    array) that is not content-encoded, since the cuts are made in the bytes as they arrive.
+    Bedrock's binary event stream is captured by its own hooks."""
+    if capture.content_encoding.strip().lower() not in ("", "identity"):
+        return False
+    return _is_stream(capture) and not capture.content_type.startswith(_EVENT_STREAM)
+
+
+def live_entry_of(piece: LivePiece) -> dict[str, bytes]:
+    """The live entry's fields; `seq` 0 carries the meta (what is known when the stream
+    starts: no `latency_ms`, no `ended`)."""
+    capture = piece.capture
+    meta: dict[str, Any] | None = None
+    if piece.seq == 0:
+        request = _read_request(capture.request_body)
+        meta = dict(capture.meta)
+        meta.update(
+            model=_model_in_path(capture.method_path) or request.model,
+            path=capture.method_path,
+            status=capture.status,
+            stream=True,
+            live=True,
+        )
+    return client.live_entry(
+        capture.exchange_id,
+        piece.seq,
+        piece.payload,
+        format=piece.format,
+        final=piece.final,
+        meta=meta,
+    )
 
 
 class _RequestView(msgspec.Struct):

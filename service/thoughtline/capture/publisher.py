@@ -3,8 +3,9 @@
 The request path only appends to a bounded buffer (a lock, a length check, a deque append).
 One daemon thread per publisher takes up to `batch_size` captures at a time, turns each into
 the entry fields `thoughtline.client.entry` builds (decoding the content encoding, reading the
-model from the request body), and sends them in one pipeline. Whatever cannot be published is
-dropped and counted, never raised:
+model from the request body), or, for a chunk of a response published live, the live entry
+`thoughtline.client.live_entry` builds, and sends them in one pipeline. Whatever cannot be
+published is dropped and counted, never raised:
 
     thoughtline_capture_dropped_total{reason}
         buffer_full      the buffer held `max_entries` entries or `max_bytes` bytes
@@ -32,7 +33,7 @@ import prometheus_client
 import redis
 from prometheus_client import CollectorRegistry, Counter
 
-from thoughtline.capture.exchanges import Capture, entries_of
+from thoughtline.capture.exchanges import Capture, LivePiece, entries_of, live_entry_of
 from thoughtline.client import INPUT_STREAM
 
 __all__ = ["DROP_REASONS", "DropReason", "Publisher", "shared_publisher", "shutdown"]
@@ -113,7 +114,7 @@ class Publisher:
         self._linger = linger
         self._flushing = 0
         self._dropped = dropped_counter(registry)
-        self._buffer: collections.deque[Capture] = collections.deque()
+        self._buffer: collections.deque[Capture | LivePiece] = collections.deque()
         self._buffered_bytes = 0
         self._in_flight = 0
         self._lock = threading.Lock()
@@ -126,8 +127,9 @@ class Publisher:
         """Entries Redis accepted (for tests and the benchmark)."""
         _live.add(self)
 
-    def submit(self, capture: Capture) -> None:
-        """Hand one capture over; never blocks, never raises (a full buffer drops it)."""
+    def submit(self, capture: Capture | LivePiece) -> None:
+        """Hand one capture (or one live chunk) over; never blocks, never raises (a full
+        buffer drops it)."""
         size = capture.size
         with self._lock:
             if (
@@ -210,13 +212,16 @@ class Publisher:
             if failed:
                 self._pause()
 
-    def _send(self, batch: list[Capture]) -> bool:
+    def _send(self, batch: list[Capture | LivePiece]) -> bool:
         """XADD the batch in one pipeline; True when Redis could not be used."""
         pipeline = self._client.pipeline(transaction=False)
         queued = 0
         undecodable = 0
         for capture in batch:
-            fields = entries_of(capture)
+            if isinstance(capture, LivePiece):
+                fields: list[dict[str, bytes]] | None = [live_entry_of(capture)]
+            else:
+                fields = entries_of(capture)
             if fields is None:
                 undecodable += 1
                 continue

@@ -6,8 +6,10 @@ nothing the SDK sees: the response object is the inner transport's own, its byte
 replaced by one that hands each chunk on at once and keeps a reference to it. When the body
 ends, or the caller stops reading, or the connection breaks, the chunks go to the publisher's
 buffer in one append; everything else (joining, decoding, `meta`, `XADD`) happens on the
-publisher's thread. A failure inside the capture itself is logged at DEBUG and never reaches
-the caller.
+publisher's thread. With `live=True` a streamed response is cut as it arrives
+(`streams.framing.StreamCutter`) and each whole SSE event or JSON line goes to the buffer at
+once as a live entry (docs/live.md), the end as a `final` one. A failure inside the capture
+itself is logged at DEBUG and never reaches the caller.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from typing import Any, Final, Self
 
 from prometheus_client import CollectorRegistry
 
-from thoughtline.capture.exchanges import Capture, format_of
+from thoughtline.capture.exchanges import Capture, LivePiece, format_of, streams_live
 from thoughtline.capture.publisher import Publisher, shared_publisher
 from thoughtline.client import INPUT_STREAM
 from thoughtline.record import FormatName
+from thoughtline.streams.framing import StreamCutter
 
 __all__ = ["AsyncTransport", "FormatChoice", "Transport", "context"]
 
@@ -68,6 +71,7 @@ class _Capturing:
         meta: Mapping[str, Any] | None = None,
         requests: bool = False,
         errors: bool = False,
+        live: bool = False,
         registry: CollectorRegistry | None = None,
         close_timeout: float = 2.0,
         **inner_options: Any,
@@ -84,6 +88,7 @@ class _Capturing:
         self._meta = dict(meta or {})
         self._requests = requests
         self._errors = errors
+        self._live = live
         self._close_timeout = close_timeout
 
     def _inner_for(self, request: Any, class_name: str) -> Any:
@@ -152,6 +157,10 @@ class _Capturing:
                 capture.ended = time.perf_counter()
                 capture.size = len(already_read) + len(capture.request_body or b"")
                 self.publisher.submit(capture)
+                return
+            if self._live and streams_live(capture):
+                live_class = _stream_classes(library)[2 if sync else 3]
+                response.stream = live_class(response.stream, capture, self.publisher)
                 return
             capture.chunks = []
             if capture.content_encoding:
@@ -264,17 +273,19 @@ def _decoder_of(library: ModuleType) -> Callable[[bytes, str], bytes]:
     return decode
 
 
-_stream_class_cache: dict[str, tuple[type[Any], type[Any]]] = {}
+_stream_class_cache: dict[str, tuple[type[Any], ...]] = {}
 
 
-def _stream_classes(library: ModuleType) -> tuple[type[Any], type[Any]]:
-    """The capturing byte streams as subclasses of this library's own stream classes (its
-    `Response` checks them with `isinstance`)."""
+def _stream_classes(library: ModuleType) -> tuple[type[Any], ...]:
+    """The capturing byte streams (sync, async, live sync, live async) as subclasses of this
+    library's own stream classes (its `Response` checks them with `isinstance`)."""
     known = _stream_class_cache.get(library.__name__)
     if known is None:
         known = (
             type("CapturingStream", (_CapturingStream, library.SyncByteStream), {}),
             type("AsyncCapturingStream", (_AsyncCapturingStream, library.AsyncByteStream), {}),
+            type("LiveStream", (_LiveStream, library.SyncByteStream), {}),
+            type("AsyncLiveStream", (_AsyncLiveStream, library.AsyncByteStream), {}),
         )
         _stream_class_cache[library.__name__] = known
     return known
@@ -339,6 +350,97 @@ class _AsyncCapturingStream(_Finishing):
         try:
             async for chunk in self._inner:
                 chunks.append(chunk)
+                yield chunk
+            self._capture.ending = "complete"
+        except GeneratorExit:
+            raise
+        except BaseException:
+            self._capture.ending = "broken"
+            raise
+        finally:
+            self._finish()
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._finish()
+
+
+class _LiveFinishing(_Finishing):
+    """A stream published live: each whole piece handed over as it completes, `seq` 0, 1, ...;
+    at the end, what is left (a last piece with no end of its own, a cut event) as the `final`
+    chunk, or an end entry (`final`, no payload). A stream the caller abandoned or that broke
+    ends the same way: its record then says `truncated_stream`, as a cut recording's does."""
+
+    __slots__ = ("_cutter", "_format", "_seq")
+
+    def __init__(self, inner: Any, capture: Capture, publisher: Publisher) -> None:
+        super().__init__(inner, capture, publisher)
+        self._cutter = StreamCutter()
+        self._format: FormatName = capture.format or "openai_chat"  # always set by `_begin`
+        self._seq = 0
+
+    def _cut(self, chunk: bytes) -> None:
+        try:
+            for piece in self._cutter.feed(chunk):
+                self._hand_over(piece, final=False)
+        except Exception:
+            logger.debug("thoughtline capture: live chunk not handed over", exc_info=True)
+
+    def _hand_over(self, payload: bytes | None, *, final: bool) -> None:
+        size = len(payload) if payload is not None else 0
+        piece = LivePiece(self._capture, self._format, self._seq, payload, final, size)
+        self._seq += 1
+        self._publisher.submit(piece)
+
+    def _finish(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            capture = self._capture
+            capture.ended = time.perf_counter()
+            rest = self._cutter.end()
+            if rest and not rest.isspace():
+                self._hand_over(rest, final=True)
+            elif self._seq:
+                self._hand_over(None, final=True)
+            if capture.publish_request:  # the request entry, with how the stream ended
+                capture.publish_response = False
+                capture.size = len(capture.request_body or b"")
+                self._publisher.submit(capture)
+        except Exception:
+            logger.debug("thoughtline capture: live stream not ended", exc_info=True)
+
+
+class _LiveStream(_LiveFinishing):
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self._inner:
+                self._cut(chunk)
+                yield chunk
+            self._capture.ending = "complete"
+        except GeneratorExit:
+            raise
+        except BaseException:
+            self._capture.ending = "broken"
+            raise
+        finally:
+            self._finish()
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._finish()
+
+
+class _AsyncLiveStream(_LiveFinishing):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                self._cut(chunk)
                 yield chunk
             self._capture.ending = "complete"
         except GeneratorExit:
