@@ -78,6 +78,9 @@ def test_an_event_is_cut_as_soon_as_its_empty_line_is_complete() -> None:
         b": ping\n\n",
         b"data: [DONE]\n\n",
     ]
+    assert cutter.feed(b"d") == []  # one byte after a whole event: nothing is whole yet
+    assert cutter.feed(b"ata: {}\n") == []
+    assert cutter.feed(b"\n") == [b"data: {}\n\n"]
     assert cutter.end() == b""
 
 

@@ -194,6 +194,15 @@ class StreamCutter:
 
     def feed(self, data: bytes) -> list[bytes]:
         """The pieces that `data` completes (often none or one)."""
+        if (  # the usual: one whole event per read, LF line ends
+            not self._pending
+            and self._mode == "sse"
+            and data.endswith(b"\n\n")
+            and data.find(b"\n\n") == len(data) - 2
+            and b"\r" not in data
+            and not data.isspace()
+        ):
+            return [data]
         pending = self._pending + data if self._pending else data
         if not self._mode:
             self._mode = _framing_of(pending)
@@ -203,8 +212,14 @@ class StreamCutter:
         pieces: list[bytes] = []
         start = position = 0
         sse = self._mode == "sse"
+        plain = sse and b"\r" not in pending  # LF line ends only (the usual): a plain find
         while True:
-            if sse:
+            if plain:
+                blank = pending.find(b"\n\n", position)
+                if blank < 0:
+                    break
+                end = blank + 2
+            elif sse:
                 found = _EVENT_END.search(pending, position)
                 if found is None:
                     break
