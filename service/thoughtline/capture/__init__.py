@@ -15,6 +15,8 @@ The README section "Capture at the source" has a snippet per SDK.
 Publishing happens on a background thread from a bounded buffer; Redis being slow or down
 never slows or fails a call (what cannot be published is dropped and counted in
 `thoughtline_capture_dropped_total{reason}`). `capture.shutdown()` flushes (also at exit).
+`live=True` publishes a streamed response chunk by chunk as it arrives, as live entries
+(docs/live.md), so a worker gives its deltas while it streams.
 """
 
 from __future__ import annotations
