@@ -181,3 +181,26 @@ def test_a_live_chunk_the_buffer_cannot_take_is_counted_as_dropped(
     assert dropped(registry, "buffer_full") == chunks  # every chunk: each is over the bound
     (end,) = published(redis_client, stream, 1)  # the end entry has no payload: it fits
     assert end["final"] == b"1" and end["seq"] == b"%d" % chunks and "payload" not in end
+
+
+def test_a_broken_live_stream_ends_with_its_cut_event_and_the_request_entry_says_so(
+    stream: str, server: ReplayServer, redis_client: redis.Redis, publisher: capture.Publisher
+) -> None:
+    body = (RECORDED / "sonnet-stream-thinking-signature-delta.sse").read_bytes()
+    server.reply(body, content_type="text/event-stream", mode="break_half", pieces=5)
+    options = {"publisher": publisher, "live": True, "requests": True}
+    import anthropic
+    import httpx2
+
+    # the SDK raises as it would without capture
+    with pytest.raises((anthropic.APIConnectionError, httpx2.RemoteProtocolError)):
+        SDKS["anthropic"].call(server.url, options, True)
+    publisher.flush(5)
+    entries = [fields for fields in published(redis_client, stream, 2) if "kind" not in fields]
+    (request,) = [fields for fields in published(redis_client, stream, 2) if "kind" in fields]
+    assert request["kind"] == b"request" and request["id"] == entries[0]["stream"]
+    assert msgspec.json.decode(request["meta"])["ended"] == "broken"
+    assert [fields["seq"] for fields in entries] == [b"%d" % n for n in range(len(entries))]
+    assert entries[-1]["final"] == b"1" and all("final" not in fields for fields in entries[:-1])
+    arrived = b"".join(fields.get("payload", b"") for fields in entries)
+    assert body.startswith(arrived) and len(body) // 3 < len(arrived) < len(body)
