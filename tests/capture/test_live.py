@@ -204,3 +204,28 @@ def test_a_broken_live_stream_ends_with_its_cut_event_and_the_request_entry_says
     assert entries[-1]["final"] == b"1" and all("final" not in fields for fields in entries[:-1])
     arrived = b"".join(fields.get("payload", b"") for fields in entries)
     assert body.startswith(arrived) and len(body) // 3 < len(arrived) < len(body)
+
+
+@pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
+@pytest.mark.parametrize(
+    ("sdk", "name"),
+    [
+        ("openai_chat", "zai-glm-stream-reasoning-content.sse"),
+        ("gemini", "gemini25-pro-stream-thoughts.sse"),
+        ("mistral", "magistral-stream-thinking-chunks.sse"),
+        ("ollama", "generate-stream-gpt-oss-thinking.jsonl"),
+    ],
+)
+def test_with_redis_down_every_live_stream_reads_as_without_capture_and_each_chunk_is_counted(
+    sdk: str, name: str, server: ReplayServer, registry: CollectorRegistry
+) -> None:
+    body = (RECORDED / name).read_bytes()
+    server.default = server.reply(body, content_type=SDKS[sdk].stream_type, mode="chunked")
+    publisher = capture.Publisher("redis://127.0.0.1:1/0", registry=registry, socket_timeout=0.2)
+    try:
+        captured = SDKS[sdk].call(server.url, {"publisher": publisher, "live": True}, True)
+        assert captured == SDKS[sdk].call(server.url, None, True)
+        publisher.flush(5)
+    finally:
+        publisher.close(1)
+    assert dropped(registry, "redis_error") == len(_expected(body))
