@@ -181,8 +181,10 @@ class StreamCutter:
     with an SSE field, JSON lines otherwise; a JSON array (Gemini without `alt=sse`) is not
     cut: it comes whole from `end`. A piece is cut only where the rest cannot change it (a CR
     at the end of what arrived may be the first half of a CRLF), and blank lines stay with
-    the piece after them, so every piece holds a chunk or a `[DONE]` / comment, the pieces
-    are the same whatever the cuts of the input, and their concatenation is the input.
+    the piece after them, so no piece is only blank lines, the pieces are the same whatever
+    the cuts of the input, and their concatenation is the input. One thing a piece cannot
+    carry: a bare `[DONE]` line in a JSON-lines stream (framed alone it reads as an array),
+    which no provider sends; SSE's `data: [DONE]` is its own piece as usual.
     """
 
     __slots__ = ("_mode", "_pending")
