@@ -62,7 +62,7 @@ def test_normalize_on_a_request_body_points_to_inspect(
     assert main(["normalize", str(path)]) == 1
     error = capsysbinary.readouterr().err.decode()
     assert error.startswith(f"thoughtline: {path}: ")
-    assert "openai_chat request body: check it with `thoughtline inspect`" in error
+    assert "request body, format openai_chat: check it with `thoughtline inspect`" in error
     assert error.count("\n") == 1
 
 

@@ -202,7 +202,7 @@ def _request_hint(payload: bytes) -> str:
         found = detect_request_format(body)
     except (msgspec.DecodeError, RecursionError, ThoughtlineError):
         return ""
-    return f" (this looks like a {found} request body: check it with `thoughtline inspect`)"
+    return f" (this looks like a request body, format {found}: check it with `thoughtline inspect`)"
 
 
 def _normalize_one(payload: bytes, name: str, arguments: argparse.Namespace) -> bytes:
