@@ -25,7 +25,7 @@ from typing import Any, Final, TypeVar
 
 from thoughtline.capture.exchanges import Capture
 from thoughtline.capture.publisher import Publisher
-from thoughtline.capture.transport import _Capturing, _context_meta
+from thoughtline.capture.transport import _Capturing, _context_meta, hand_over_whole, recorded
 
 __all__ = ["instrument"]
 
@@ -109,18 +109,9 @@ class _Tee:
     def stream(self, *args: Any, **kwargs: Any) -> Iterator[bytes]:
         chunks = self._capture.chunks
         assert chunks is not None
-        try:
-            for chunk in self._raw.stream(*args, **kwargs):
-                chunks.append(chunk)
-                yield chunk
-            self._capture.ending = "complete"
-        except GeneratorExit:
-            raise
-        except BaseException:
-            self._capture.ending = "broken"
-            raise
-        finally:
-            self._finish()
+        yield from recorded(
+            self._raw.stream(*args, **kwargs), self._capture, chunks.append, self._finish
+        )
 
     def close(self) -> None:
         try:
@@ -132,13 +123,6 @@ class _Tee:
         return getattr(self._raw, name)
 
     def _finish(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        try:
-            capture = self._capture
-            capture.ended = time.perf_counter()
-            capture.size = sum(map(len, capture.chunks or ())) + len(capture.request_body or b"")
-            self._publisher.submit(capture)
-        except Exception:
-            logger.debug("thoughtline capture: capture not handed over", exc_info=True)
+        if not self._done:
+            self._done = True
+            hand_over_whole(self._capture, self._publisher)

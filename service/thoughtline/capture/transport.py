@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from types import ModuleType, TracebackType
 from typing import Any, Final, Self
@@ -282,13 +282,71 @@ def _stream_classes(library: ModuleType) -> tuple[type[Any], ...]:
     known = _stream_class_cache.get(library.__name__)
     if known is None:
         known = (
-            type("CapturingStream", (_CapturingStream, library.SyncByteStream), {}),
-            type("AsyncCapturingStream", (_AsyncCapturingStream, library.AsyncByteStream), {}),
-            type("LiveStream", (_LiveStream, library.SyncByteStream), {}),
-            type("AsyncLiveStream", (_AsyncLiveStream, library.AsyncByteStream), {}),
+            type("CapturingStream", (_SyncStream, library.SyncByteStream), {}),
+            type("AsyncCapturingStream", (_AsyncStream, library.AsyncByteStream), {}),
+            type("LiveStream", (_LiveFinishing, _SyncStream, library.SyncByteStream), {}),
+            type(
+                "AsyncLiveStream",
+                (_LiveFinishing, _AsyncStream, library.AsyncByteStream),
+                {},
+            ),
         )
         _stream_class_cache[library.__name__] = known
     return known
+
+
+def hand_over_whole(capture: Capture, publisher: Publisher) -> None:
+    """Hand a whole captured exchange to the publisher, its end time and size set. Never raises."""
+    try:
+        capture.ended = time.perf_counter()
+        capture.size = sum(map(len, capture.chunks or ())) + len(capture.request_body or b"")
+        publisher.submit(capture)
+    except Exception:
+        logger.debug("thoughtline capture: capture not handed over", exc_info=True)
+
+
+def recorded(
+    chunks: Iterable[bytes],
+    capture: Capture,
+    take: Callable[[bytes], object],
+    finish: Callable[[], None],
+) -> Iterator[bytes]:
+    """`chunks` passed through unchanged, each given to `take` first; how the read ended goes
+    into `capture.ending` (`broken` on an error; `closed`, the default, when abandoned), and
+    `finish` runs once the read is over, however it ended."""
+    try:
+        for chunk in chunks:
+            take(chunk)
+            yield chunk
+        capture.ending = "complete"
+    except GeneratorExit:
+        raise
+    except BaseException:
+        capture.ending = "broken"
+        raise
+    finally:
+        finish()
+
+
+async def recorded_async(
+    chunks: AsyncIterable[bytes],
+    capture: Capture,
+    take: Callable[[bytes], object],
+    finish: Callable[[], None],
+) -> AsyncIterator[bytes]:
+    """`recorded` for an async byte stream."""
+    try:
+        async for chunk in chunks:
+            take(chunk)
+            yield chunk
+        capture.ending = "complete"
+    except GeneratorExit:
+        raise
+    except BaseException:
+        capture.ending = "broken"
+        raise
+    finally:
+        finish()
 
 
 class _Finishing:
@@ -300,41 +358,30 @@ class _Finishing:
         self._publisher = publisher
         self._done = False
 
+    def _taker(self) -> Callable[[bytes], object]:
+        """What each chunk is given to as it passes: the capture's chunk list."""
+        chunks = self._capture.chunks
+        assert chunks is not None
+        return chunks.append
+
     def _finish(self) -> None:
         """Hand the capture over, once: at the end of the body, on close, on a broken or
         abandoned read."""
         if self._done:
             return
         self._done = True
-        try:
-            capture = self._capture
-            capture.ended = time.perf_counter()
-            capture.size = sum(map(len, capture.chunks or ())) + len(capture.request_body or b"")
-            self._publisher.submit(capture)
-        except Exception:
-            logger.debug("thoughtline capture: capture not handed over", exc_info=True)
+        hand_over_whole(self._capture, self._publisher)
 
     def __del__(self) -> None:  # a response dropped unread and unclosed
         if not self._done:
             self._finish()
 
 
-class _CapturingStream(_Finishing):
+class _SyncStream(_Finishing):
+    __slots__ = ()
+
     def __iter__(self) -> Iterator[bytes]:
-        chunks = self._capture.chunks
-        assert chunks is not None
-        try:
-            for chunk in self._inner:
-                chunks.append(chunk)
-                yield chunk
-            self._capture.ending = "complete"
-        except GeneratorExit:
-            raise
-        except BaseException:
-            self._capture.ending = "broken"
-            raise
-        finally:
-            self._finish()
+        return recorded(self._inner, self._capture, self._taker(), self._finish)
 
     def close(self) -> None:
         try:
@@ -343,22 +390,11 @@ class _CapturingStream(_Finishing):
             self._finish()
 
 
-class _AsyncCapturingStream(_Finishing):
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        chunks = self._capture.chunks
-        assert chunks is not None
-        try:
-            async for chunk in self._inner:
-                chunks.append(chunk)
-                yield chunk
-            self._capture.ending = "complete"
-        except GeneratorExit:
-            raise
-        except BaseException:
-            self._capture.ending = "broken"
-            raise
-        finally:
-            self._finish()
+class _AsyncStream(_Finishing):
+    __slots__ = ()
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return recorded_async(self._inner, self._capture, self._taker(), self._finish)
 
     async def aclose(self) -> None:
         try:
@@ -380,6 +416,9 @@ class _LiveFinishing(_Finishing):
         self._cutter = StreamCutter()
         self._format: FormatName = capture.format or "openai_chat"  # always set by `_begin`
         self._seq = 0
+
+    def _taker(self) -> Callable[[bytes], object]:
+        return self._cut
 
     def _cut(self, chunk: bytes) -> None:
         try:
@@ -412,47 +451,3 @@ class _LiveFinishing(_Finishing):
                 self._publisher.submit(capture)
         except Exception:
             logger.debug("thoughtline capture: live stream not ended", exc_info=True)
-
-
-class _LiveStream(_LiveFinishing):
-    def __iter__(self) -> Iterator[bytes]:
-        try:
-            for chunk in self._inner:
-                self._cut(chunk)
-                yield chunk
-            self._capture.ending = "complete"
-        except GeneratorExit:
-            raise
-        except BaseException:
-            self._capture.ending = "broken"
-            raise
-        finally:
-            self._finish()
-
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            self._finish()
-
-
-class _AsyncLiveStream(_LiveFinishing):
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self._inner:
-                self._cut(chunk)
-                yield chunk
-            self._capture.ending = "complete"
-        except GeneratorExit:
-            raise
-        except BaseException:
-            self._capture.ending = "broken"
-            raise
-        finally:
-            self._finish()
-
-    async def aclose(self) -> None:
-        try:
-            await self._inner.aclose()
-        finally:
-            self._finish()
