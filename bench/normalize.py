@@ -1,6 +1,7 @@
 """Normalization throughput, as ratios against a floor measured in the same process run.
 
-    python bench/normalize.py [--repeat N] [--seconds S] [--no-litellm] [--floor-only]
+    python bench/normalize.py [--repeat N] [--seconds S] [--no-litellm]
+    python bench/normalize.py --floor-only [--format NAME ...]
 
 Rates are per-process CPU time (`time.process_time`), so other jobs on a shared machine do not
 count. Contenders are interleaved round by round so noise hits them alike. Every rate is the
@@ -176,8 +177,11 @@ def floor_contenders(format_name: str) -> dict[str, Callable[[bytes], object]]:
     return {"normalize+encode": ours, "floor": floor}
 
 
-def against_floor(repeat: int, seconds: float) -> dict[str, float]:
-    """Per format, on the synthetic bodies and on the corpus: ours / the floor."""
+def against_floor(
+    repeat: int, seconds: float, only: frozenset[str] = frozenset()
+) -> dict[str, float]:
+    """Per format, on the synthetic bodies and on the corpus: ours / the floor (only the
+    formats in `only`, when given)."""
     print(
         f"  {'bodies':8s} {'format':18s} {'n':>3s} {'KiB/body':>8s} {'ours/s':>9s} "
         f"{'floor/s':>9s} {'ratio':>6s}"
@@ -188,6 +192,8 @@ def against_floor(repeat: int, seconds: float) -> dict[str, float]:
         for name, (format_name, _) in payloads.BUILDERS.items()
     ]
     rows += [("corpus", name, name, format_bodies(name)) for name in FORMATS]
+    if only:
+        rows = [row for row in rows if row[2] in only]
     for kind, name, format_name, bodies in rows:
         if not bodies:
             print(f"  {kind:8s} {name:18s} no bodies")
@@ -400,11 +406,18 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0.5)
     parser.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM baseline")
     parser.add_argument("--floor-only", action="store_true", help="only the floor figures")
+    parser.add_argument(
+        "--format",
+        action="append",
+        default=[],
+        choices=FORMATS,
+        help="with --floor-only: only this format's rows (repeatable)",
+    )
     arguments = parser.parse_args()
     repeat, seconds = arguments.repeat, arguments.seconds
     print(f"Median of {repeat} rounds of {seconds}s; corpus {CORPUS}")
     print("normalize + encode against decode + encode of the same bytes (the floor):")
-    against_floor(repeat, seconds)
+    against_floor(repeat, seconds, frozenset(arguments.format))
     if arguments.floor_only:
         return
     print(f"Per format over the corpus ({len(FORMATS)} registered), normalize alone:")
