@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from thoughtline.formats.inline_reasoning import (
     IncrementalExtractor,
     InlineDetection,
+    InlineExtraction,
     extract,
     extract_chunks,
     scan,
@@ -316,13 +317,24 @@ def test_the_shortcut_agrees_with_the_scanner_on_the_rules(
     assert extract(text) == scan(text)
 
 
-def test_the_plain_text_check_knows_every_candidate_character() -> None:
-    from thoughtline.formats.inline_reasoning import _CANDIDATES, _ROLES_LITERALS, _plain_extraction
+def test_the_plain_text_check_knows_every_delimiter() -> None:
+    from thoughtline.formats.inline_reasoning import _ROLES_LITERALS, _TAG_KEYS, _plain_extraction
 
-    markers = (*_ROLES_LITERALS, "`", "~~~")
-    for character in _CANDIDATES:
-        marker = next(marker for marker in markers if marker.startswith(character))
+    for marker in _ROLES_LITERALS:
         assert _plain_extraction(f"a {marker} b", thought_label=False) is None
+    for tag in _TAG_KEYS:  # tags in any case
+        assert _plain_extraction(f"a {tag.upper()} b", thought_label=False) is None, tag
+
+
+@pytest.mark.parametrize("code", ["`x`", "``a`b``", "```py\nx\n```", "~~~\ny\n~~~", "`"])
+def test_code_runs_with_no_delimiter_are_plain_text(code: str) -> None:
+    from thoughtline.formats.inline_reasoning import _plain_extraction
+
+    text = f"Use {code} then <b>x</b> [link] a < b."
+    assert _plain_extraction(text, thought_label=False) == InlineExtraction(text, None, ())
+    assert extract(text) == scan(text)
+    after_block = f"<think>plan</think>{text}"
+    assert extract(after_block) == scan(after_block)
 
 
 @pytest.mark.parametrize(

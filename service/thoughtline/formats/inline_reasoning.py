@@ -161,10 +161,21 @@ def _alternative(marker: str) -> str:
     return pattern
 
 
-def _marker_pattern(literals: Iterable[str]) -> re.Pattern[str]:
+def _marker_pattern(literals: Iterable[str], *, code_runs: bool = True) -> re.Pattern[str]:
     markers = sorted(set(literals), key=len, reverse=True)  # the longest match wins
     angle = [marker for marker in markers if marker.startswith("<")]
     others = [marker for marker in markers if not marker.startswith("<")]
+    alternatives = [_angle_alternative(angle)] if angle else []
+    alternatives += [_alternative(marker) for marker in others]
+    if code_runs:
+        alternatives += [
+            r"``*",  # written so that every branch starts with a literal: the regex engine then
+            r"~~~~*",  # skips text with none of these first characters at C speed
+        ]
+    return re.compile("|".join(alternatives))
+
+
+def _angle_alternative(angle: list[str]) -> str:
     # After `<`, a lookahead on the next character rejects a flood of `<` at C speed.
     followers = {marker[1] for marker in angle} | {marker[1].upper() for marker in angle}
     follower_class = "".join(re.escape(character) for character in sorted(followers))
@@ -173,13 +184,7 @@ def _marker_pattern(literals: Iterable[str]) -> re.Pattern[str]:
         for marker in angle
     )
     attribute_opener = r"(?i:think)\s[^<>]*>"
-    alternatives = [
-        f"<(?=[{follower_class}])(?:{angle_bodies}|{attribute_opener})",
-        *(_alternative(marker) for marker in others),
-        r"``*",  # written so that every branch starts with a literal: the regex engine then
-        r"~~~~*",  # skips text with none of these first characters at C speed
-    ]
-    return re.compile("|".join(alternatives))
+    return f"<(?=[{follower_class}])(?:{angle_bodies}|{attribute_opener})"
 
 
 _ROLES_LITERALS: Final = (
@@ -212,6 +217,20 @@ _BLOCK_END_CANDIDATES: Final = tuple(
 )
 """Every character a block's end can start with (phrase blocks are read whole at the start)."""
 _CANDIDATE: Final = re.compile("[" + re.escape("".join(_CANDIDATES)) + "]")
+_DIALECT_MARKER_SEARCHES: Final = tuple(
+    (
+        character,
+        _marker_pattern(
+            (marker for marker in _ROLES_LITERALS if marker.startswith(character)),
+            code_runs=False,
+        ),
+    )
+    for character in sorted({marker[0] for marker in _ROLES_LITERALS})
+)
+"""Per first character, the delimiters, wrappers and tool-call markers that start with it (no
+code runs): each pattern starts with one literal character, so the regex engine's search skips
+to the next occurrence of it in C and tries the marker there, with no Python step per `<` of an
+HTML or code answer. `_MARKERS` with the code runs left out, split by first character."""
 _LONGEST_MARKER: Final = max(len(marker) for marker in _ROLES_LITERALS) + len("thought\r\n")
 """How far before the end of a live text a marker may still be growing."""
 
@@ -1039,14 +1058,16 @@ _UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(r"(?i:<think)(?:\s[^<>]*)?\Z")
 
 def extract(text: str, *, thought_label: bool = False) -> InlineExtraction:
     """Split inline reasoning out of a whole visible text."""
-    next_at: dict[str, int] = {}  # every look below starts at or after the one before
-    first = _first_marker(text, next_at)
+    # Code runs only matter where a delimiter stands: a text with none is read without them.
+    first = _next_dialect_marker(text, 0)
     if first is None:
         plain = _plain_text(text, thought_label)
         if plain is not None:
             return plain
-    elif not (thought_label and text.startswith(_THOUGHT_LABEL)):
-        single = _one_leading_block(text, first, next_at)
+    elif not (thought_label and text.startswith(_THOUGHT_LABEL)) and not _code_run_between(
+        text, 0, first.start()
+    ):
+        single = _one_leading_block(text, first)
         if single is not None:
             return single
     return scan(text, thought_label=thought_label)
@@ -1059,17 +1080,15 @@ def scan(text: str, *, thought_label: bool = False) -> InlineExtraction:
     return _result(scanner)
 
 
-def _one_leading_block(
-    text: str, match: re.Match[str], next_at: dict[str, int]
-) -> InlineExtraction | None:
+def _one_leading_block(text: str, match: re.Match[str]) -> InlineExtraction | None:
     """The most common leak, read without the scanner: one block that opens the text (or an
     orphan closer), and after it an answer whose only markers are wrappers the scanner would
     remove. None for anything else, which the scanner reads. Gives exactly what the scanner
     gives (candidate characters that start no marker are text to both). `match` is the
-    text's first marker."""
+    text's first delimiter, with no code run before it."""
     start = _first_non_space(text)
     if match.start() != start:
-        return _leading_orphan(text, match, next_at)
+        return _leading_orphan(text, match)
     marker = _ROLES.get(match.group())
     if marker is None or marker.role != "open" or marker.dialect is None:
         return None
@@ -1088,15 +1107,13 @@ def _one_leading_block(
         or not text.startswith(closer, closer_at)
         or _other_block_end_before(text, closer[0], inner_start, closer_at)
     ):
-        end = find_marker(
-            text, _BLOCK_END[dialect.name], inner_start, _BLOCK_END_CANDIDATES, next_at
-        )
+        end = find_marker(text, _BLOCK_END[dialect.name], inner_start, _BLOCK_END_CANDIDATES, {})
         if end is None or end.group() != closer:
             return None
         closer_at = end.start()
     after = closer_at + len(closer)
     positions = (start, inner_start, closer_at, after)
-    return _block_then_answer(text, dialect, positions, "inline_tag", next_at)
+    return _block_then_answer(text, dialect, positions, "inline_tag")
 
 
 def _other_block_end_before(text: str, closer_start: str, start: int, end: int) -> bool:
@@ -1106,9 +1123,7 @@ def _other_block_end_before(text: str, closer_start: str, start: int, end: int) 
     return False
 
 
-def _leading_orphan(
-    text: str, match: re.Match[str], next_at: dict[str, int]
-) -> InlineExtraction | None:
+def _leading_orphan(text: str, match: re.Match[str]) -> InlineExtraction | None:
     candidate = match.start()
     marker = _ROLES.get(match.group())
     if marker is None or marker.role != "close" or marker.dialect is None:
@@ -1116,7 +1131,7 @@ def _leading_orphan(
     if marker.dialect.kind == "phrase" or text.startswith(_PHRASE_OPENERS, _first_non_space(text)):
         return None
     positions = (0, 0, candidate, match.end())
-    return _block_then_answer(text, marker.dialect, positions, "orphan_close_tag", next_at)
+    return _block_then_answer(text, marker.dialect, positions, "orphan_close_tag")
 
 
 def _block_then_answer(
@@ -1124,7 +1139,6 @@ def _block_then_answer(
     dialect: Dialect,
     positions: tuple[int, int, int, int],
     code: InlineCode,
-    next_at: dict[str, int],
 ) -> InlineExtraction | None:
     """The block's span, its inner text, where the answer starts: `positions` are
     (span start, inner start, inner end, after the block)."""
@@ -1132,7 +1146,7 @@ def _block_then_answer(
     reasoning = text[inner_start:inner_end].strip()
     rule: SpanRule = "block" if code == "inline_tag" else "orphan_closer"
     spans = [RemovedSpan(span_start, after, rule, dialect.name, bool(reasoning))]
-    answer = _answer_with_wrappers(text, after, dialect, spans, next_at)
+    answer = _answer_with_wrappers(text, after, dialect, spans)
     if answer is None:
         return None
     content = answer.strip()
@@ -1147,18 +1161,19 @@ def _answer_with_wrappers(
     position: int,
     block_dialect: Dialect,
     spans: list[RemovedSpan],
-    next_at: dict[str, int],
 ) -> str | None:
     """The answer after a leading block when its only markers are answer wrappers the scanner
     would remove (a token wrapper, a trailing one at the very end, a tag wrapper of the
     block's dialect); None when anything else stands there."""
     kept: list[str] = []
     while True:
-        match = _next_marker(text, position, next_at)
-        if match is None:  # candidate characters that start no marker are text
+        match = _next_dialect_marker(text, position)
+        if match is None:  # code runs, and candidate characters that start no marker, are text
             kept.append(text[position:])
             return "".join(kept)
         candidate = match.start()
+        if _code_run_between(text, position, candidate):  # the marker may stand in code
+            return None
         marker = _ROLES.get(match.group()) or _ROLES.get(match.group().lower())
         if marker is None or marker.dialect is None:
             return None
@@ -1176,45 +1191,30 @@ def _answer_with_wrappers(
         position = match.end()
 
 
-def _next_marker(text: str, position: int, next_at: dict[str, int]) -> re.Match[str] | None:
-    """The first marker at or after `position`. The first candidate character is found with a
-    few bounded finds and tried: most texts have a marker there or no candidate at all. Only
-    when it starts no marker does `find_marker` walk on (remembering positions in `next_at`,
-    so the calls of one extraction must look at non-decreasing positions)."""
-    candidate = _first_candidate(text, position)
-    if candidate < 0:
-        return None
-    match = _MARKERS.match(text, candidate)
-    if match is not None:
-        return match
-    return find_marker(text, _MARKERS, candidate + 1, _CANDIDATES, next_at)
-
-
-def _first_candidate(text: str, start: int) -> int:
-    first = -1
-    for character in _CANDIDATES:
-        found = text.find(character, start, first if first >= 0 else len(text))
-        if found >= 0:
-            first = found
+def _next_dialect_marker(text: str, position: int) -> re.Match[str] | None:
+    """The first delimiter, wrapper or tool-call marker at or after `position`, code runs not
+    counted. A text with none of their first characters costs one memchr-speed `find` per
+    character; where one stands, the regex engine walks its occurrences in C."""
+    first: re.Match[str] | None = None
+    for character, pattern in _DIALECT_MARKER_SEARCHES:
+        found = text.find(character, position)
+        if found < 0 or (first is not None and found >= first.start()):
+            continue
+        match = pattern.search(text, found)
+        if match is not None and (first is None or match.start() < first.start()):
+            first = match
     return first
 
 
-def _first_marker(text: str, next_at: dict[str, int]) -> re.Match[str] | None:
-    """The text's first marker, None when it has none.
-
-    A text with no candidate character costs one `in` per character, each a memchr-speed C
-    scan (together far faster than one regex class scan, which has no fast path for `◁`). A
-    text with candidates that start no marker (a Markdown link's `[`, a `<b>`) costs one more
-    pass of `find_marker` over them, instead of the scanner's set-up."""
-    if "<" in text or "[" in text or "`" in text or "~" in text or "◁" in text:
-        return _next_marker(text, 0, next_at)
-    return None
+def _code_run_between(text: str, start: int, end: int) -> bool:
+    """True when a code span or fence may open between `start` and `end`."""
+    return text.find("`", start, end) >= 0 or text.find("~~~", start, end) >= 0
 
 
 def _plain_extraction(text: str, thought_label: bool) -> InlineExtraction | None:
     """The text unchanged when it holds no delimiter and opens with no phrase or label (most
     answers). None when the scanner must read it."""
-    if _first_marker(text, {}) is not None:
+    if _next_dialect_marker(text, 0) is not None:
         return None
     return _plain_text(text, thought_label)
 
