@@ -36,8 +36,15 @@ def normalize(
     Raises `NormalizeError` (with a stable `reason`) for anything that cannot be normalized.
     """
     checked = check_payload(payload, format, meta=meta, max_payload_bytes=max_payload_bytes)
-    if format is not None and not holds_several_chunks(checked.body):  # the usual entry
-        return _read_with_format(checked, format, record_id)[0]
+    if format is not None:  # the usual entry: one body, read with no look at its framing first
+        try:
+            return FORMATS_BY_NAME[format].body.normalize(
+                checked.body, record_id=record_id, meta=checked.meta
+            )
+        except NormalizeError as error:
+            if not _is_recorded_stream(checked.body, error):
+                raise
+        return read_stream(checked.body, format, record_id=record_id, meta=checked.meta)[0]
     kind = classify(checked.body, checked.format)
     if kind.stream or kind.format is None:
         return read_stream(checked.body, kind.format, record_id=record_id, meta=checked.meta)[0]
@@ -73,6 +80,15 @@ def deltas(
 ) -> list[Delta]:
     """One normalized delta per raw chunk; a non-streamed body gives one final delta."""
     return normalize_with_deltas(payload, format, record_id=record_id)[1]
+
+
+def _is_recorded_stream(body: bytes, refusal: NormalizeError) -> bool:
+    """A payload its format's body reader refused is read as a recorded stream when it holds
+    several chunks (no body reader takes SSE, a JSON array or JSON lines), or when it is one
+    stream event (a stream cut after its first event)."""
+    if holds_several_chunks(body):
+        return True
+    return refusal.reason == "invalid_payload" and is_stream_event(body)
 
 
 def _read_with_format(

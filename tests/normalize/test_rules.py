@@ -81,3 +81,24 @@ def test_rule_5_everything_else_is_untouched_by_the_split() -> None:
     assert record.model == "m"
     assert record.finish_reason == "tool_calls"
     assert [(c.name, c.arguments) for c in record.tool_calls] == [("f", {"a": 1})]
+
+
+REASONING = "First I check the edge cases, then the median of the sorted list follows."
+
+
+def _leak_codes(thought: str, answer: str) -> list[str]:
+    record = thoughtline.normalize(gemini({"text": thought, "thought": True}, {"text": answer}))
+    return [d.code for d in record.detections if d.code == "reasoning_in_content"]
+
+
+def test_reasoning_repeated_in_the_answer_is_detected_whatever_its_length() -> None:
+    assert _leak_codes(REASONING, f"Answer. {REASONING} Done.") == ["reasoning_in_content"]
+    # surrounding whitespace is not part of what is looked for, even when it makes the
+    # thinking longer than the answer
+    assert _leak_codes(f"\n  {REASONING}  \n" + " " * 40, REASONING) == ["reasoning_in_content"]
+
+
+def test_reasoning_longer_than_the_answer_or_absent_from_it_is_no_leak() -> None:
+    assert _leak_codes(REASONING + " More.", REASONING) == []
+    assert _leak_codes(REASONING, "A different answer of well over thirty-two characters.") == []
+    assert _leak_codes("Too short.", "Too short. And the answer.") == []

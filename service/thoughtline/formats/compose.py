@@ -41,6 +41,10 @@ EMPTY_META: Final = msgspec.Raw(b"{}")
 _JSON_NULL: Final = msgspec.Raw(b"null")
 
 
+_NO_USAGE: Final = Usage()
+"""A turn's usage when its reader found none: nothing to check and no total to add."""
+
+
 class Turn(msgspec.Struct, kw_only=True):
     """What a format module read from one assistant turn, before the shared rules run."""
 
@@ -50,7 +54,7 @@ class Turn(msgspec.Struct, kw_only=True):
     tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
     finish_reason: FinishReason | None = None
     native_finish_reason: str | None = None
-    usage: Usage = msgspec.field(default_factory=Usage)
+    usage: Usage = msgspec.field(default_factory=lambda: _NO_USAGE)
     usage_path: str = "usage"
     native_usage: msgspec.Raw | None = None
     replay_parts: list[msgspec.Raw] = msgspec.field(default_factory=list)
@@ -169,10 +173,13 @@ def build_record(
     meta: msgspec.Raw | None,
 ) -> Record:
     """Apply the shared rules (inline extraction, the thinking combination, the tool-call
-    finish, the cross-field detections) to a format's turn and return the record."""
-    detections = list(turn.detections)
+    finish, the cross-field detections) to a format's turn and return the record. The turn
+    is the reader's own and is used up: its lists become the record's."""
+    detections = turn.detections
+    visible_text = turn.visible_text
+    model = turn.model
     inline = inline_reasoning.extract(
-        turn.visible_text, thought_label=may_carry_thought_label(turn.model)
+        visible_text, thought_label=model is not None and may_carry_thought_label(model)
     )
     if inline.detections:
         detections.extend(
@@ -180,23 +187,20 @@ def build_record(
         )
     readings = _EXPLAINED.get()
     if readings is not None:
-        readings.append(VisibleTextReading(turn.visible_path, turn.visible_text, inline))
+        readings.append(VisibleTextReading(turn.visible_path, visible_text, inline))
     native = turn.native_thinking or None
-    if native is not None and inline.thinking is not None:
-        thinking: str | None = native + "\n" + inline.thinking
+    content = inline.content
+    if native is None:
+        thinking = inline.thinking
     else:
-        thinking = native if native is not None else inline.thinking
-    if _reasoning_in_content(native, inline.content):
-        detections.append(leaked("reasoning_in_content", turn.visible_path))
+        thinking = native if inline.thinking is None else native + "\n" + inline.thinking
+        if len(content) >= REASONING_IN_CONTENT_MIN_CHARS and _reasoning_in_content(
+            native, content
+        ):
+            detections.append(leaked("reasoning_in_content", turn.visible_path))
     usage = turn.usage
-    if _has_negative_count(usage):  # a count below zero is no count: null them all, as
-        detections.append(malformed("invalid_usage", turn.usage_path))  # formats do for
-        usage = Usage()  # non-integers; native_usage keeps what the provider sent
-    else:
-        if _usage_inconsistent(usage):
-            detections.append(malformed("usage_inconsistent", turn.usage_path))
-        if _usage_impossible(usage):
-            detections.append(malformed("usage_impossible", turn.usage_path))
+    if usage is not _NO_USAGE:
+        usage = _checked_usage(usage, turn.usage_path, detections)
     finish_reason = turn.finish_reason
     if finish_reason == "stop" and turn.tool_calls:
         finish_reason = "tool_calls"
@@ -204,13 +208,13 @@ def build_record(
         id=record_id if record_id is not None else (turn.response_id or ""),
         format=format,
         provider=provider,
-        model=turn.model,
-        content=inline.content,
+        model=model,
+        content=content,
         thinking=thinking,
         tool_calls=turn.tool_calls,
         finish_reason=finish_reason,
         native_finish_reason=turn.native_finish_reason,
-        usage=_with_total(usage),
+        usage=usage,
         native_usage=turn.native_usage,
         replay_parts=turn.replay_parts,
         detections=detections,
@@ -218,10 +222,24 @@ def build_record(
     )
 
 
-def _reasoning_in_content(native: str | None, content: str) -> bool:
+def _checked_usage(usage: Usage, path: str, detections: list[Detection]) -> Usage:
+    """The usage with the provider's total, else input + output when both are known (never
+    invented); a count below zero nulls them all, as formats do for non-integers
+    (`native_usage` keeps what the provider sent)."""
+    if _has_negative_count(usage):
+        detections.append(malformed("invalid_usage", path))
+        return _NO_USAGE
+    if _usage_inconsistent(usage):
+        detections.append(malformed("usage_inconsistent", path))
+    if _usage_impossible(usage):
+        detections.append(malformed("usage_impossible", path))
+    return _with_total(usage)
+
+
+def _reasoning_in_content(native: str, content: str) -> bool:
     minimum = REASONING_IN_CONTENT_MIN_CHARS
-    if native is None or len(content) < minimum:
-        return False
+    if len(native) > len(content) and not (native[0].isspace() or native[-1].isspace()):
+        return False  # the usual case: a long reasoning cannot stand in a shorter answer
     # The needle's first characters, absent from almost every answer, are looked for first:
     # stripping the whole thinking copies it, and a long needle's search first prepares it in
     # time linear in its length.
