@@ -46,7 +46,8 @@ import thoughtline
 from thoughtline.record import KNOWN_FORMATS as FORMATS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import payloads  # beside this script
+import bound  # beside this script
+import payloads
 
 FLOOR_GOAL = 0.8
 LITELLM_GOAL = 12.0
@@ -177,6 +178,15 @@ def floor_contenders(format_name: str) -> dict[str, Callable[[bytes], object]]:
     return {"normalize+encode": ours, "floor": floor}
 
 
+def with_bound(
+    contenders: dict[str, Callable[[bytes], object]], kind: str, name: str
+) -> dict[str, Callable[[bytes], object]]:
+    """The contenders, plus the least-work reader of bench/bound.py on the synthetic bodies
+    it has one for."""
+    reader = bound.READERS.get(name) if kind == "synthetic" else None
+    return contenders if reader is None else {**contenders, "bound": reader}
+
+
 def against_floor(
     repeat: int, seconds: float, only: frozenset[str] = frozenset()
 ) -> dict[str, float]:
@@ -184,7 +194,7 @@ def against_floor(
     formats in `only`, when given)."""
     print(
         f"  {'bodies':8s} {'format':18s} {'n':>3s} {'KiB/body':>8s} {'ours/s':>9s} "
-        f"{'floor/s':>9s} {'ratio':>6s}"
+        f"{'floor/s':>9s} {'ratio':>6s} {'bound':>6s} {'of bound':>8s}"
     )
     ratios: dict[str, float] = {}
     rows: list[tuple[str, str, str, list[bytes]]] = [
@@ -198,13 +208,21 @@ def against_floor(
         if not bodies:
             print(f"  {kind:8s} {name:18s} no bodies")
             continue
-        measured = median_rates(floor_contenders(format_name), bodies, repeat, seconds)
+        contenders = with_bound(floor_contenders(format_name), kind, name)
+        measured = median_rates(contenders, bodies, repeat, seconds)
         ratio = measured.ratio("normalize+encode", "floor")
         ratios[f"{kind} {name}"] = ratio
         size = sum(map(len, bodies)) / len(bodies) / 1024
+        bound_columns = ""
+        if "bound" in contenders:
+            bound_columns = (
+                f" {measured.ratio('bound', 'floor'):6.2f}"
+                f" {measured.ratio('normalize+encode', 'bound'):8.2f}"
+            )
         print(
             f"  {kind:8s} {name:18s} {len(bodies):3d} {size:8.1f} "
             f"{measured['normalize+encode']:9,.0f} {measured['floor']:9,.0f} {ratio:6.2f}"
+            + bound_columns
         )
     worst = min(ratios, key=ratios.__getitem__)
     print(

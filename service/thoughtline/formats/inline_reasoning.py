@@ -267,6 +267,25 @@ def _closer_pattern(dialect: Dialect) -> re.Pattern[str]:
 
 
 _BLOCK_END: Final = {dialect.name: _block_end_pattern(dialect) for dialect in DIALECTS}
+
+
+def _block_end_searches(dialect: Dialect) -> tuple[tuple[str, re.Pattern[str], int], ...]:
+    """`_BLOCK_END` of the dialect split by first character, each with its longest match (all
+    are literals): (character, pattern, longest)."""
+    markers = [(closer, _literal_first(closer, dialect.kind)) for closer in dialect.closers]
+    markers += [(marker, re.escape(marker)) for marker in TOOL_CALL_MARKERS]
+    characters = sorted({marker[0] for marker, _ in markers})
+    return tuple(
+        (
+            character,
+            re.compile("|".join(pattern for marker, pattern in markers if marker[0] == character)),
+            max(len(marker) for marker, _ in markers if marker[0] == character),
+        )
+        for character in characters
+    )
+
+
+_BLOCK_END_SEARCHES: Final = {dialect.name: _block_end_searches(dialect) for dialect in DIALECTS}
 _CLOSER_KEYS: Final = {
     dialect.name: frozenset(_key(closer, dialect.kind) for closer in dialect.closers)
     for dialect in DIALECTS
@@ -1105,7 +1124,7 @@ def _one_leading_block(text: str, match: re.Match[str]) -> InlineExtraction | No
     if (
         closer_at < 0
         or not text.startswith(closer, closer_at)
-        or _other_block_end_before(text, closer[0], inner_start, closer_at)
+        or _other_block_end_before(text, dialect, closer[0], inner_start, closer_at)
     ):
         end = find_marker(text, _BLOCK_END[dialect.name], inner_start, _BLOCK_END_CANDIDATES, {})
         if end is None or end.group() != closer:
@@ -1116,9 +1135,20 @@ def _one_leading_block(text: str, match: re.Match[str]) -> InlineExtraction | No
     return _block_then_answer(text, dialect, positions, "inline_tag")
 
 
-def _other_block_end_before(text: str, closer_start: str, start: int, end: int) -> bool:
-    for character in _BLOCK_END_CANDIDATES:
-        if character != closer_start and text.find(character, start, end) >= 0:
+def _other_block_end_before(
+    text: str, dialect: Dialect, closer_start: str, start: int, end: int
+) -> bool:
+    """True when something else that can end a block of `dialect` starts between `start` and
+    `end` (where its closer stands, the first `closer_start` after `start`). A `[` of a
+    Markdown link in the reasoning is no block end: the regex engine rules it out in C."""
+    for character, pattern, longest in _BLOCK_END_SEARCHES[dialect.name]:
+        if character == closer_start:
+            continue
+        found = text.find(character, start, end)
+        if found < 0:
+            continue
+        match = pattern.search(text, found, min(len(text), end - 1 + longest))
+        if match is not None and match.start() < end:
             return True
     return False
 
