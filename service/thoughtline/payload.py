@@ -4,7 +4,7 @@ all start here, so they refuse the same payloads with the same reasons."""
 
 from __future__ import annotations
 
-from typing import Final, NamedTuple
+from typing import Final
 
 import msgspec
 
@@ -16,8 +16,9 @@ _KNOWN_FORMAT_SET: Final = frozenset(KNOWN_FORMATS)
 _JSON_OBJECT_START: Final = (b"{",)  # the usual first byte: no copy to strip
 
 
-class CheckedPayload(NamedTuple):
-    """A payload that passed the checks: its bytes without surrounding whitespace."""
+class CheckedPayload(msgspec.Struct, frozen=True):
+    """A payload that passed the checks: its bytes without surrounding whitespace (a Struct:
+    built once per payload, faster than a NamedTuple)."""
 
     body: bytes
     format: str | None

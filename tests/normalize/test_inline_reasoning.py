@@ -326,6 +326,16 @@ def test_the_plain_text_check_knows_every_delimiter() -> None:
         assert _plain_extraction(f"a {tag.upper()} b", thought_label=False) is None, tag
 
 
+def test_the_quick_check_spells_out_every_first_character_of_a_delimiter() -> None:
+    import inspect
+
+    from thoughtline.formats import inline_reasoning
+
+    source = inspect.getsource(inline_reasoning.extract)
+    for character in inline_reasoning._MARKER_FIRST_CHARACTERS:
+        assert f'"{character}" in text' in source
+
+
 @pytest.mark.parametrize("code", ["`x`", "``a`b``", "```py\nx\n```", "~~~\ny\n~~~", "`"])
 def test_code_runs_with_no_delimiter_are_plain_text(code: str) -> None:
     from thoughtline.formats.inline_reasoning import _plain_extraction

@@ -217,6 +217,7 @@ _BLOCK_END_CANDIDATES: Final = tuple(
 )
 """Every character a block's end can start with (phrase blocks are read whole at the start)."""
 _CANDIDATE: Final = re.compile("[" + re.escape("".join(_CANDIDATES)) + "]")
+_MARKER_FIRST_CHARACTERS: Final = frozenset(marker[0] for marker in _ROLES_LITERALS)
 _DIALECT_MARKER_SEARCHES: Final = tuple(
     (
         character,
@@ -225,7 +226,7 @@ _DIALECT_MARKER_SEARCHES: Final = tuple(
             code_runs=False,
         ),
     )
-    for character in sorted({marker[0] for marker in _ROLES_LITERALS})
+    for character in sorted(_MARKER_FIRST_CHARACTERS)
 )
 """Per first character, the delimiters, wrappers and tool-call markers that start with it (no
 code runs): each pattern starts with one literal character, so the regex engine's search skips
@@ -1078,7 +1079,8 @@ _UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(r"(?i:<think)(?:\s[^<>]*)?\Z")
 def extract(text: str, *, thought_label: bool = False) -> InlineExtraction:
     """Split inline reasoning out of a whole visible text."""
     # Code runs only matter where a delimiter stands: a text with none is read without them.
-    first = _next_dialect_marker(text, 0)
+    may_hold_marker = "<" in text or "[" in text or "◁" in text  # `_MARKER_FIRST_CHARACTERS`
+    first = _next_dialect_marker(text, 0) if may_hold_marker else None
     if first is None:
         plain = _plain_text(text, thought_label)
         if plain is not None:
@@ -1254,10 +1256,17 @@ def _plain_text(text: str, thought_label: bool) -> InlineExtraction | None:
     if thought_label and text.startswith(_THOUGHT_LABEL):
         return None
     start = _first_non_space(text)
+    if text[start : start + 1] not in _OPENING_FIRST_CHARACTERS:  # most answers: no opening
+        return InlineExtraction(text, None, ())
     if text.startswith(_PHRASE_OPENERS, start):
         return None
     suspected = text.startswith(SUSPECTED_REASONING_OPENINGS, start)
     return InlineExtraction(text, None, _SUSPECTED if suspected else ())
+
+
+_OPENING_FIRST_CHARACTERS: Final = frozenset(
+    opening[0] for opening in (*_PHRASE_OPENERS, *SUSPECTED_REASONING_OPENINGS)
+)
 
 
 def _first_non_space(text: str) -> int:
