@@ -199,7 +199,8 @@ def _read_parts(raw_parts: list[msgspec.Raw], turn: Turn) -> None:
                 (thoughts if thought is True else visible).append(text)
             else:
                 detections.append(malformed("text_not_string", f"{_part_path(index)}.text"))
-        elif not part.carries_known_data():
+        # A call is the usual other part: known data, with no need to check every member.
+        elif not len(part.functionCall) and not part.carries_known_data():
             detections.append(malformed("unknown_part", _part_path(index)))
         if len(part.functionCall):
             _read_function_call(part.functionCall, f"{_part_path(index)}.functionCall", turn)
