@@ -96,6 +96,7 @@ SERVER_BLOCK_TYPES: Final = frozenset(
 """Blocks of tools Anthropic runs itself: no text, no client tool call, kept for replay."""
 
 _CONTENT_PATH: Final = "content"
+_QUOTE: Final = ord('"')
 
 
 def normalize(
@@ -116,14 +117,15 @@ def read_turn(message: _Message) -> Turn:
         )
     if message.content is None:
         raise NormalizeError("invalid_payload", "anthropic message has no `content` list")
+    # Metadata of the wrong type reads as absent (`string_or_none`, spelled out here).
+    model, response_id, stop_reason = message.model, message.id, message.stop_reason
     turn = Turn(
-        model=string_or_none(message.model),
-        response_id=string_or_none(message.id),
+        model=model if isinstance(model, str) else None,
+        response_id=response_id if isinstance(response_id, str) else None,
         visible_path=_CONTENT_PATH,
         usage_path="usage",
     )
-    stop_reason = string_or_none(message.stop_reason)
-    if stop_reason is not None:
+    if isinstance(stop_reason, str):
         turn.native_finish_reason = stop_reason
         turn.finish_reason = _FINISH_REASON_MAP.get(stop_reason, "other")
     if present(message.usage):
@@ -169,13 +171,11 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn) -> None:
         if kind == "text" and isinstance(block.text, str):  # the usual blocks, without a call
             visible.append(block.text)
             continue
-        if (
-            kind == "thinking"
-            and isinstance(block.thinking, str)
-            and is_filled_string(block.signature)
-        ):
-            thinking_blocks.append(block.thinking)
-            continue
+        if kind == "thinking" and isinstance(block.thinking, str):
+            signature = block.signature  # `is_filled_string`, spelled out: one call less
+            if len(signature) > 2 and memoryview(signature)[0] == _QUOTE:
+                thinking_blocks.append(block.thinking)
+                continue
         path = f"{_CONTENT_PATH}[{index}]"
         if kind == "text":
             _read_text(block, path, visible, detections)
@@ -187,7 +187,10 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn) -> None:
             _read_tool_use(block, path, turn)
         elif not _is_server_block(kind):
             detections.append(malformed("unknown_part", path))
-    turn.native_thinking = join_blocks(thinking_blocks)
+    if len(thinking_blocks) == 1:  # the usual turn: one block, nothing to join
+        turn.native_thinking = thinking_blocks[0] or None
+    else:
+        turn.native_thinking = join_blocks(thinking_blocks)
     turn.visible_text = "".join(visible)
 
 

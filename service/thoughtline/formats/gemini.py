@@ -138,9 +138,11 @@ def normalize(
 
 
 def read_turn(response: _Response) -> Turn:
+    # Metadata of the wrong type reads as absent (`string_or_none`, spelled out here).
+    model, response_id = response.modelVersion, response.responseId
     turn = Turn(
-        model=string_or_none(response.modelVersion),
-        response_id=string_or_none(response.responseId),
+        model=model if isinstance(model, str) else None,
+        response_id=response_id if isinstance(response_id, str) else None,
         visible_path=_PARTS_PATH,
         usage_path="usageMetadata",
     )
@@ -155,8 +157,8 @@ def read_turn(response: _Response) -> Turn:
             turn.native_finish_reason = block_reason
         return turn
     candidate = response.candidates[0]
-    finish_reason = string_or_none(candidate.finishReason)
-    if finish_reason is not None:
+    finish_reason = candidate.finishReason
+    if isinstance(finish_reason, str):
         turn.native_finish_reason = finish_reason
         turn.finish_reason = _FINISH_REASON_MAP.get(finish_reason, "other")
     if candidate.content is not None:
@@ -188,15 +190,17 @@ def _read_parts(raw_parts: list[msgspec.Raw], turn: Turn) -> None:
         part = view_or_detect(raw_part, _Part, "unknown_part", _PARTS_PATH, detections, index)
         if part is None:
             continue
-        text, thought = part.text, part.thought
+        text = part.text
         if text is not UNSET:  # a text part: the usual one, read here without a call
+            thought = part.thought
             if thought is not UNSET and thought is not None and not isinstance(thought, bool):
                 detections.append(malformed("thought_not_boolean", _part_path(index)))
             if isinstance(text, str):
                 (thoughts if thought is True else visible).append(text)
             else:
                 detections.append(malformed("text_not_string", f"{_part_path(index)}.text"))
-        elif not part.carries_known_data():
+        # A call is the usual other part: known data, with no need to check every member.
+        elif not len(part.functionCall) and not part.carries_known_data():
             detections.append(malformed("unknown_part", _part_path(index)))
         if len(part.functionCall):
             _read_function_call(part.functionCall, f"{_part_path(index)}.functionCall", turn)
