@@ -96,7 +96,6 @@ SERVER_BLOCK_TYPES: Final = frozenset(
 """Blocks of tools Anthropic runs itself: no text, no client tool call, kept for replay."""
 
 _CONTENT_PATH: Final = "content"
-_QUOTE: Final = ord('"')
 
 
 def normalize(
@@ -171,11 +170,13 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn) -> None:
         if kind == "text" and isinstance(block.text, str):  # the usual blocks, without a call
             visible.append(block.text)
             continue
-        if kind == "thinking" and isinstance(block.thinking, str):
-            signature = block.signature  # `is_filled_string`, spelled out: one call less
-            if len(signature) > 2 and memoryview(signature)[0] == _QUOTE:
-                thinking_blocks.append(block.thinking)
-                continue
+        if (
+            kind == "thinking"
+            and isinstance(block.thinking, str)
+            and is_filled_string(block.signature)
+        ):
+            thinking_blocks.append(block.thinking)
+            continue
         path = f"{_CONTENT_PATH}[{index}]"
         if kind == "text":
             _read_text(block, path, visible, detections)
