@@ -10,6 +10,8 @@ pattern it was split from.
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -28,8 +30,8 @@ TEXTS = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
 WHOLE = inline_reasoning._marker_pattern(inline_reasoning._ROLES_LITERALS, code_runs=False)
 
 
-def _found(match: object) -> object:
-    return None if match is None else (match.start(), match.group())  # type: ignore[attr-defined]
+def _found(match: re.Match[str] | None) -> tuple[int, str] | None:
+    return None if match is None else (match.start(), match.group())
 
 
 @settings(max_examples=300, deadline=None)
