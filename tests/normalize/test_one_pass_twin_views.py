@@ -20,7 +20,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SHARED
-from thoughtline.formats import bedrock
+from thoughtline.formats import bedrock, openai_responses
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,6 +35,12 @@ class Readers(msgspec.Struct, frozen=True):
 READERS: dict[str, Readers] = {
     "bedrock_converse": Readers(
         bedrock.ResponseRead, bedrock._Response, bedrock.read_turn, bedrock.read_turn_in_one_pass
+    ),
+    "openai_responses": Readers(
+        openai_responses.ResponseRead,
+        openai_responses.ResponseView,
+        openai_responses.read_turn,
+        openai_responses.read_turn_in_one_pass,
     ),
 }
 
@@ -178,3 +184,82 @@ BEDROCK_BODIES = st.fixed_dictionaries(
 def test_bedrock_bodies_of_odd_shapes_read_the_same(body: dict[str, Any], blocks: Any) -> None:
     body = {**body, "output": {"message": {"content": blocks}}}
     read_both("bedrock_converse", msgspec.json.encode(body))
+
+
+PARTS = _either(
+    st.lists(
+        _objects(
+            {
+                "type": _either(
+                    st.sampled_from(["output_text", "refusal", "reasoning_text", "summary_text"])
+                ),
+                "text": _either(STRINGS),
+                "refusal": _either(STRINGS),
+            }
+        ),
+        max_size=3,
+    )
+)
+RESPONSES_ITEMS = _objects(
+    {
+        "type": _either(
+            st.sampled_from(["reasoning", "message", "function_call", "web_search_call", "odd"])
+        ),
+        "id": _either(STRINGS),
+        "call_id": _either(STRINGS),
+        "name": _either(STRINGS),
+        "arguments": _either(st.sampled_from(['{"a": 1}', "{", ""])),
+        "encrypted_content": _either(STRINGS),
+        "summary": PARTS,
+        "content": PARTS,
+    }
+)
+RESPONSES_BODIES = st.fixed_dictionaries(
+    {},
+    optional={
+        "status": _either(st.sampled_from(["completed", "incomplete", "failed", "odd"])),
+        "incomplete_details": _either(
+            _objects({"reason": _either(st.sampled_from(["max_output_tokens", "x"]))})
+        ),
+        "usage": _either(
+            _objects(
+                {
+                    "input_tokens": _either(st.integers(0, 9)),
+                    "output_tokens": _either(st.integers(0, 9)),
+                    "total_tokens": _either(st.integers(0, 20)),
+                    "input_tokens_details": _either(
+                        _objects({"cached_tokens": _either(st.integers(0, 9))})
+                    ),
+                    "output_tokens_details": _either(
+                        _objects({"reasoning_tokens": _either(st.integers(0, 9))})
+                    ),
+                }
+            )
+        ),
+        "model": _either(STRINGS),
+        "id": _either(STRINGS),
+    },
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(RESPONSES_BODIES, _either(st.lists(RESPONSES_ITEMS, max_size=4)))
+@example(
+    {"status": "completed"},
+    [
+        {"type": "reasoning", "summary": [{"type": "output_text", "text": "a"}, {"type": "x"}]},
+        {"type": "message", "content": [{"type": "refusal"}, {"type": "output_text"}]},
+        {"type": "message", "content": [{"type": "refusal", "refusal": "no"}]},
+        {"type": "function_call", "name": "f", "arguments": "{"},
+    ],
+)
+@example(
+    {"status": "completed"},
+    [
+        {"type": "reasoning", "id": "rs", "content": [{"type": "reasoning_text"}]},
+        {"type": "message", "content": [{"type": "output_text", "text": "a"}]},
+        {"type": "message", "content": [{"type": "output_text"}, {"type": "x"}]},
+    ],
+)
+def test_responses_bodies_of_odd_shapes_read_the_same(body: dict[str, Any], items: Any) -> None:
+    read_both("openai_responses", msgspec.json.encode({**body, "output": items}))
