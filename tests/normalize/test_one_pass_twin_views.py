@@ -181,6 +181,7 @@ BEDROCK_BODIES = st.fixed_dictionaries(
 @example({}, [{"reasoningContent": {"redactedContent": ""}}, {"reasoningContent": {}}])
 @example({}, [{"reasoningContent": {"reasoningText": {"text": "a"}, "redactedContent": ""}}])
 @example({}, [{"text": "a", "toolUse": {"name": "", "input": "{"}}, {"image": None}])
+@example({}, [{"reasoningContent": {"reasoningText": {"text": ""}}}, {"text": ""}])
 def test_bedrock_bodies_of_odd_shapes_read_the_same(body: dict[str, Any], blocks: Any) -> None:
     body = {**body, "output": {"message": {"content": blocks}}}
     read_both("bedrock_converse", msgspec.json.encode(body))

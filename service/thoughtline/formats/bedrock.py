@@ -258,7 +258,8 @@ def read_turn_in_one_pass(response: ResponseRead, layered: _Response) -> Turn:
     visible: list[str] = []
     for index, block in enumerate(response.output.message.content):
         text, reasoning, tool_use = block.text, block.reasoningContent, block.toolUse
-        if present(block.citationsContent) or (
+        # (a null `citationsContent` is read the layered way too: it reads as absent there)
+        if len(block.citationsContent) or (
             text is UNSET and reasoning is UNSET and tool_use is UNSET
         ):
             _read_block(raw_blocks[index], index, turn, signed, reasoning_blocks, visible)
@@ -276,8 +277,12 @@ def read_turn_in_one_pass(response: ResponseRead, layered: _Response) -> Turn:
                     detections.append(malformed("missing_signature", path))
         if tool_use is not UNSET:
             _add_tool_call(tool_use, f"{_CONTENT_PATH}[{index}].toolUse", turn)
-    turn.native_thinking = join_blocks(reasoning_blocks)
-    turn.visible_text = "".join(visible)
+    # One reasoning block and one text block are the usual turn: no joins to build for them.
+    if len(reasoning_blocks) == 1:
+        turn.native_thinking = reasoning_blocks[0] or None
+    else:
+        turn.native_thinking = join_blocks(reasoning_blocks)
+    turn.visible_text = visible[0] if len(visible) == 1 else "".join(visible)
     return turn
 
 
@@ -333,8 +338,13 @@ def _read_block(
 
 
 def _usage_of(counts: _Usage) -> Usage:
-    cache_read = _either(counts.cacheReadInputTokens, counts.cacheReadInputTokenCount)
-    cache_write = _either(counts.cacheWriteInputTokens, counts.cacheWriteInputTokenCount)
+    # The older names count the same tokens: read only when the newer one is absent.
+    cache_read = counts.cacheReadInputTokens
+    if cache_read is None:
+        cache_read = counts.cacheReadInputTokenCount
+    cache_write = counts.cacheWriteInputTokens
+    if cache_write is None:
+        cache_write = counts.cacheWriteInputTokenCount
     input_tokens = None
     if counts.inputTokens is not None:
         input_tokens = counts.inputTokens + (cache_read or 0) + (cache_write or 0)
@@ -345,10 +355,6 @@ def _usage_of(counts: _Usage) -> Usage:
         cached_input_tokens=cache_read,
         total_tokens=counts.totalTokens,
     )
-
-
-def _either(count: int | None, older_name_count: int | None) -> int | None:
-    return count if count is not None else older_name_count
 
 
 def _read_text(text: Any, path: str, visible: list[str], detections: list[Detection]) -> None:

@@ -215,8 +215,11 @@ def read_turn_in_one_pass(response: ResponseRead, layered: ResponseView) -> Turn
     if response.usage is not UNSET:
         turn.native_usage = layered.usage
         turn.usage = _usage_of(response.usage)
-    reading = OutputReading()
     detections = turn.detections
+    thinking_blocks: list[str] = []
+    visible_texts: list[str] = []
+    visible_items: list[int] = []  # the message items that gave visible text
+    refused = False
     for index, item in enumerate(response.output):
         kind = item.type
         if kind == "reasoning":
@@ -224,22 +227,37 @@ def read_turn_in_one_pass(response: ResponseRead, layered: ResponseView) -> Turn
                 detections.append(malformed("missing_signature", f"{_OUTPUT_PATH}[{index}]"))
             if item.content:
                 _read_thinking_parts(
-                    item.content, "reasoning_text", index, "content", reading, turn
+                    item.content, "reasoning_text", index, "content", thinking_blocks, turn
                 )
             if item.summary:
-                _read_thinking_parts(item.summary, "summary_text", index, "summary", reading, turn)
+                _read_thinking_parts(
+                    item.summary, "summary_text", index, "summary", thinking_blocks, turn
+                )
         elif kind == "message":
             if item.content:
-                _read_message_parts(item.content, index, reading, detections)
+                texts_before = len(visible_texts)
+                if _read_message_parts(item.content, index, visible_texts, detections):
+                    refused = True
+                if len(visible_texts) > texts_before:
+                    visible_items.append(index)
         elif kind == "function_call":
             _read_function_call(item, f"{_OUTPUT_PATH}[{index}]", turn)
         elif kind not in BUILT_IN_ITEM_TYPES:
             detections.append(malformed("unknown_part", f"{_OUTPUT_PATH}[{index}]"))
-    fill_turn(turn, reading)
+    # What `fill_turn` does, with the usual one block and one text taken as they are.
+    if len(thinking_blocks) == 1:
+        turn.native_thinking = thinking_blocks[0] or None
+    else:
+        turn.native_thinking = join_blocks(thinking_blocks)
+    turn.visible_text = visible_texts[0] if len(visible_texts) == 1 else "".join(visible_texts)
+    if len(visible_items) == 1:
+        turn.visible_path = f"{_OUTPUT_PATH}[{visible_items[0]}].content"
+    else:
+        turn.visible_path = _OUTPUT_PATH
     native = native_finish_reason(response.status, response.incomplete_details)
     if native is not None:
         turn.native_finish_reason = native
-        turn.finish_reason = finish_reason(native, refused=reading.refused)
+        turn.finish_reason = finish_reason(native, refused=refused)
     return turn
 
 
@@ -353,11 +371,11 @@ def _read_thinking_parts(
     part_type: str,
     index: int,
     field: str,
-    reading: OutputReading,
+    blocks: list[str],
     turn: Turn,
 ) -> None:
-    """`_read_reasoning` of one part list of a one-pass item: each part its block, paths
-    spelled out only for a detection."""
+    """`_read_reasoning` of one part list (`field`) of the one-pass item at `index`: each
+    part its block; paths spelled out only for a detection."""
     for part_index, part in enumerate(parts):
         if part.type != part_type:
             path = f"{_OUTPUT_PATH}[{index}].{field}[{part_index}]"
@@ -366,15 +384,14 @@ def _read_thinking_parts(
             path = f"{_OUTPUT_PATH}[{index}].{field}[{part_index}].text"
             turn.detections.append(malformed("text_not_string", path))
         else:
-            reading.thinking_blocks.append(part.text)
+            blocks.append(part.text)
 
 
 def _read_message_parts(
-    parts: list[_PartRead], index: int, reading: OutputReading, detections: list[Detection]
-) -> None:
-    """`_read_message` of a one-pass item's content parts."""
-    texts = reading.visible_texts
-    texts_before = len(texts)
+    parts: list[_PartRead], index: int, texts: list[str], detections: list[Detection]
+) -> bool:
+    """`_read_message` of a one-pass item's content parts; True when one is a refusal."""
+    refused = False
     for part_index, part in enumerate(parts):
         kind = part.type
         if kind == "output_text":
@@ -384,7 +401,7 @@ def _read_message_parts(
             else:
                 texts.append(part.text)
         elif kind == "refusal":
-            reading.refused = True
+            refused = True
             if part.refusal is UNSET:
                 path = f"{_OUTPUT_PATH}[{index}].content[{part_index}].refusal"
                 detections.append(malformed("text_not_string", path))
@@ -393,8 +410,7 @@ def _read_message_parts(
         else:
             path = f"{_OUTPUT_PATH}[{index}].content[{part_index}]"
             detections.append(malformed("unknown_part", path))
-    if len(texts) > texts_before:
-        reading.visible_paths.append(f"{_OUTPUT_PATH}[{index}].content")
+    return refused
 
 
 def _parts(
