@@ -36,6 +36,7 @@ from thoughtline.formats.compose import (
 )
 from thoughtline.formats.wire_values import (
     is_filled_string,
+    probe_view,
     string_or_none,
     view_or_detect,
     view_or_none,
@@ -135,6 +136,54 @@ class _Response(msgspec.Struct):
     modelId: Any = None  # noqa: N815
 
 
+class _ReasoningTextRead(msgspec.Struct):
+    text: str
+    signature: msgspec.Raw = msgspec.Raw()
+
+
+class _ReasoningRead(msgspec.Struct):
+    reasoningText: _ReasoningTextRead | msgspec.UnsetType = UNSET  # noqa: N815
+    redactedContent: msgspec.Raw = msgspec.Raw()  # noqa: N815
+
+
+class _ToolUseRead(msgspec.Struct):
+    name: str
+    toolUseId: str | None = None  # noqa: N815
+    input: Any = None
+
+
+class _BlockRead(msgspec.Struct):
+    # Each member it types is of the one type the usual block has; a block holding none of
+    # them, or citations, is left to the layered reading of its raw bytes.
+    text: str | msgspec.UnsetType = UNSET
+    reasoningContent: _ReasoningRead | msgspec.UnsetType = UNSET  # noqa: N815
+    toolUse: _ToolUseRead | msgspec.UnsetType = UNSET  # noqa: N815
+    citationsContent: msgspec.Raw = msgspec.Raw()  # noqa: N815
+
+
+class _MessageRead(msgspec.Struct):
+    content: list[_BlockRead]
+
+
+class _OutputRead(msgspec.Struct):
+    message: _MessageRead
+
+
+class ResponseRead(msgspec.Struct):
+    """The usual body read in one decode: blocks, usage and trace typed in the same pass.
+
+    A body it refuses (a member of another shape, null where an object is usual) is read
+    from `_Response` alone by `read_turn`, which gives the same turn for the bodies this view
+    reads. The bytes the record keeps (each block, the usage) come from `_Response`.
+    """
+
+    output: _OutputRead
+    stopReason: str | None = None  # noqa: N815
+    usage: _Usage | msgspec.UnsetType = UNSET
+    trace: _Trace | msgspec.UnsetType = UNSET
+    modelId: str | None = None  # noqa: N815
+
+
 _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -155,9 +204,9 @@ def normalize(
 ) -> Record:
     """One Bedrock `Converse` response body -> the record."""
     response = decode(payload, _Response, "bedrock converse response")
-    return build_record(
-        read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
-    )
+    one_pass = probe_view(payload, ResponseRead)
+    turn = read_turn(response) if one_pass is None else read_turn_in_one_pass(one_pass, response)
+    return build_record(turn, format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta)
 
 
 def read_turn(response: _Response) -> Turn:
@@ -181,20 +230,60 @@ def read_turn(response: _Response) -> Turn:
 def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
     """The record's usage from Bedrock's: cache reads and writes join the input count."""
     counts = view_or_detect(raw_usage, _Usage, "invalid_usage", "usage", detections)
-    if counts is None:
-        return Usage()
-    cache_read = _either(counts.cacheReadInputTokens, counts.cacheReadInputTokenCount)
-    cache_write = _either(counts.cacheWriteInputTokens, counts.cacheWriteInputTokenCount)
-    input_tokens = None
-    if counts.inputTokens is not None:
-        input_tokens = counts.inputTokens + (cache_read or 0) + (cache_write or 0)
-    return Usage(
-        input_tokens=input_tokens,
-        output_tokens=counts.outputTokens,
-        reasoning_tokens=None,  # Bedrock does not break reasoning out of `outputTokens`
-        cached_input_tokens=cache_read,
-        total_tokens=counts.totalTokens,
-    )
+    return Usage() if counts is None else _usage_of(counts)
+
+
+def read_turn_in_one_pass(response: ResponseRead, layered: _Response) -> Turn:
+    """`read_turn` of a body `ResponseRead` reads: the same turn, with no second decode of
+    its members. `layered` is the same body as `_Response`, for the bytes the record keeps."""
+    message = layered.output.message if layered.output is not None else None
+    if message is None or message.content is None:  # not so when `response` read the body
+        return read_turn(layered)
+    raw_blocks = message.content
+    trace = response.trace
+    router = trace.promptRouter if trace is not UNSET else None
+    routed = string_or_none(router.invokedModelId) if router is not None else None
+    model = routed if routed is not None else response.modelId
+    turn = Turn(model=model, visible_path=_CONTENT_PATH, replay_parts=raw_blocks)
+    stop_reason = response.stopReason
+    if stop_reason is not None:
+        turn.native_finish_reason = stop_reason
+        turn.finish_reason = _FINISH_REASON_MAP.get(stop_reason, "other")
+    if response.usage is not UNSET:
+        turn.native_usage = layered.usage
+        turn.usage = _usage_of(response.usage)
+    signed = is_anthropic_model(model)
+    detections = turn.detections
+    reasoning_blocks: list[str] = []
+    visible: list[str] = []
+    for index, block in enumerate(response.output.message.content):
+        text, reasoning, tool_use = block.text, block.reasoningContent, block.toolUse
+        # (a null `citationsContent` is read the layered way too: it reads as absent there)
+        if len(block.citationsContent) or (
+            text is UNSET and reasoning is UNSET and tool_use is UNSET
+        ):
+            _read_block(raw_blocks[index], index, turn, signed, reasoning_blocks, visible)
+            continue
+        if text is not UNSET:
+            visible.append(text)
+        if reasoning is not UNSET:
+            reasoning_text = reasoning.reasoningText
+            if reasoning_text is UNSET or len(reasoning.redactedContent):
+                _check_redacted(reasoning, index, detections)
+            if reasoning_text is not UNSET:
+                reasoning_blocks.append(reasoning_text.text)
+                if signed and not is_filled_string(reasoning_text.signature):
+                    path = f"{_CONTENT_PATH}[{index}].reasoningContent.reasoningText"
+                    detections.append(malformed("missing_signature", path))
+        if tool_use is not UNSET:
+            _add_tool_call(tool_use, f"{_CONTENT_PATH}[{index}].toolUse", turn)
+    # One reasoning block and one text block are the usual turn: no joins to build for them.
+    if len(reasoning_blocks) == 1:
+        turn.native_thinking = reasoning_blocks[0] or None
+    else:
+        turn.native_thinking = join_blocks(reasoning_blocks)
+    turn.visible_text = visible[0] if len(visible) == 1 else "".join(visible)
+    return turn
 
 
 def model_of(response: _Response) -> str | None:
@@ -214,30 +303,58 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn, *, signed: bool) -> N
     reasoning_blocks: list[str] = []
     visible: list[str] = []
     for index, raw_block in enumerate(raw_blocks):
-        path = f"{_CONTENT_PATH}[{index}]"
         turn.replay_parts.append(raw_block)
-        block = view_or_detect(raw_block, _Block, "unknown_part", path, turn.detections)
-        if block is None:
-            continue
-        if not block.carries_known_data():
-            turn.detections.append(malformed("unknown_part", path))
-            continue
-        if block.text is not UNSET:
-            _read_text(block.text, f"{path}.text", visible, turn.detections)
-        if present(block.reasoningContent):
-            _read_reasoning(
-                block.reasoningContent, f"{path}.reasoningContent", signed, reasoning_blocks, turn
-            )
-        if present(block.toolUse):
-            _read_tool_use(block.toolUse, f"{path}.toolUse", turn)
-        if present(block.citationsContent):
-            _read_citations(block.citationsContent, f"{path}.citationsContent", visible, turn)
+        _read_block(raw_block, index, turn, signed, reasoning_blocks, visible)
     turn.native_thinking = join_blocks(reasoning_blocks)
     turn.visible_text = "".join(visible)
 
 
-def _either(count: int | None, older_name_count: int | None) -> int | None:
-    return count if count is not None else older_name_count
+def _read_block(
+    raw_block: msgspec.Raw,
+    index: int,
+    turn: Turn,
+    signed: bool,
+    reasoning_blocks: list[str],
+    visible: list[str],
+) -> None:
+    """One block read the layered way: each member decoded where it is used, leniently."""
+    path = f"{_CONTENT_PATH}[{index}]"
+    block = view_or_detect(raw_block, _Block, "unknown_part", path, turn.detections)
+    if block is None:
+        return
+    if not block.carries_known_data():
+        turn.detections.append(malformed("unknown_part", path))
+        return
+    if block.text is not UNSET:
+        _read_text(block.text, f"{path}.text", visible, turn.detections)
+    if present(block.reasoningContent):
+        _read_reasoning(
+            block.reasoningContent, f"{path}.reasoningContent", signed, reasoning_blocks, turn
+        )
+    if present(block.toolUse):
+        _read_tool_use(block.toolUse, f"{path}.toolUse", turn)
+    if present(block.citationsContent):
+        _read_citations(block.citationsContent, f"{path}.citationsContent", visible, turn)
+
+
+def _usage_of(counts: _Usage) -> Usage:
+    # The older names count the same tokens: read only when the newer one is absent.
+    cache_read = counts.cacheReadInputTokens
+    if cache_read is None:
+        cache_read = counts.cacheReadInputTokenCount
+    cache_write = counts.cacheWriteInputTokens
+    if cache_write is None:
+        cache_write = counts.cacheWriteInputTokenCount
+    input_tokens = None
+    if counts.inputTokens is not None:
+        input_tokens = counts.inputTokens + (cache_read or 0) + (cache_write or 0)
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=counts.outputTokens,
+        reasoning_tokens=None,  # Bedrock does not break reasoning out of `outputTokens`
+        cached_input_tokens=cache_read,
+        total_tokens=counts.totalTokens,
+    )
 
 
 def _read_text(text: Any, path: str, visible: list[str], detections: list[Detection]) -> None:
@@ -264,6 +381,17 @@ def _read_reasoning(
         )
 
 
+def _check_redacted(reasoning: _ReasoningRead, index: int, detections: list[Detection]) -> None:
+    """What `_read_reasoning` finds in a one-pass reasoning block with no `reasoningText` or
+    with `redactedContent`: a block with neither is unknown; redacted data is a filled string."""
+    path = f"{_CONTENT_PATH}[{index}].reasoningContent"
+    redacted = reasoning.redactedContent
+    if not len(redacted):  # and no `reasoningText` either
+        detections.append(malformed("unknown_part", path))
+    elif not is_filled_string(redacted):
+        detections.append(malformed("redacted_without_data", f"{path}.redactedContent"))
+
+
 def _read_reasoning_text(
     raw: msgspec.Raw, path: str, signed: bool, reasoning_blocks: list[str], turn: Turn
 ) -> None:
@@ -280,7 +408,14 @@ def _read_reasoning_text(
 
 def _read_tool_use(raw: msgspec.Raw, path: str, turn: Turn) -> None:
     tool_use = view_or_none(raw, _ToolUse, path)
-    if tool_use is None or not tool_use.name:
+    if tool_use is None:
+        turn.detections.append(malformed("invalid_tool_call", path))
+        return
+    _add_tool_call(tool_use, path, turn)
+
+
+def _add_tool_call(tool_use: _ToolUse | _ToolUseRead, path: str, turn: Turn) -> None:
+    if not tool_use.name:
         turn.detections.append(malformed("invalid_tool_call", path))
         return
     arguments = tool_use.input if tool_use.input is not None else {}

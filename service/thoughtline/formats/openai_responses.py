@@ -35,6 +35,7 @@ from thoughtline.formats.compose import (
 )
 from thoughtline.formats.wire_values import (
     is_string,
+    probe_view,
     string_or_none,
     view_or_detect,
     view_or_none,
@@ -107,6 +108,43 @@ class OutputReading(msgspec.Struct):
     refused: bool = False
 
 
+class _PartRead(msgspec.Struct):
+    type: str | None = None
+    text: str | msgspec.UnsetType = UNSET
+    refusal: str | msgspec.UnsetType = UNSET
+
+
+class _ItemRead(msgspec.Struct):
+    # Each field of the one type the usual item has; `content` and `summary` typed as lists
+    # of parts in the same pass (an item whose `content` is something else refuses the view).
+    type: str | None = None
+    id: str | None = None
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str | msgspec.UnsetType = UNSET
+    encrypted_content: msgspec.Raw = msgspec.Raw()
+    summary: list[_PartRead] | msgspec.UnsetType = UNSET
+    content: list[_PartRead] | msgspec.UnsetType = UNSET
+
+
+class ResponseRead(msgspec.Struct):
+    """The usual body read in one decode: every item, its parts and the usage typed in the
+    same pass.
+
+    A body it refuses (a member of another shape, null where a list or object is usual) is
+    read from `ResponseView` alone by `read_turn`, which gives the same turn for the bodies
+    this view reads. The bytes the record keeps (each item, the usage) come from
+    `ResponseView`.
+    """
+
+    output: list[_ItemRead]
+    status: str | None = None
+    incomplete_details: Any = None
+    usage: _Usage | msgspec.UnsetType = UNSET
+    model: str | None = None
+    id: str | None = None
+
+
 _PartList = list[ContentPart]
 _RawList = list[msgspec.Raw]
 
@@ -142,9 +180,9 @@ def normalize(
 ) -> Record:
     """One Responses API `Response` body -> the record."""
     response = decode(payload, ResponseView, "openai_responses response")
-    return build_record(
-        read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
-    )
+    one_pass = probe_view(payload, ResponseRead)
+    turn = read_turn(response) if one_pass is None else read_turn_in_one_pass(one_pass, response)
+    return build_record(turn, format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta)
 
 
 def read_turn(response: ResponseView) -> Turn:
@@ -167,16 +205,60 @@ def read_turn(response: ResponseView) -> Turn:
 def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
     """The record's usage from Responses usage: `input_tokens` already holds the cached ones."""
     usage = view_or_detect(raw_usage, _Usage, "invalid_usage", "usage", detections)
-    if usage is None:
-        return Usage()
-    input_details, output_details = usage.input_tokens_details, usage.output_tokens_details
-    return Usage(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        reasoning_tokens=output_details.reasoning_tokens if output_details else None,
-        cached_input_tokens=input_details.cached_tokens if input_details else None,
-        total_tokens=usage.total_tokens,
-    )
+    return Usage() if usage is None else _usage_of(usage)
+
+
+def read_turn_in_one_pass(response: ResponseRead, layered: ResponseView) -> Turn:
+    """`read_turn` of a body `ResponseRead` reads: the same turn, with no second decode of
+    its members. `layered` is the same body as `ResponseView`, for the bytes the record keeps."""
+    turn = Turn(model=response.model, response_id=response.id, replay_parts=layered.output)
+    if response.usage is not UNSET:
+        turn.native_usage = layered.usage
+        turn.usage = _usage_of(response.usage)
+    detections = turn.detections
+    thinking_blocks: list[str] = []
+    visible_texts: list[str] = []
+    visible_items: list[int] = []  # the message items that gave visible text
+    refused = False
+    for index, item in enumerate(response.output):
+        kind = item.type
+        if kind == "reasoning":
+            if item.id is None and not is_string(item.encrypted_content):
+                detections.append(malformed("missing_signature", f"{_OUTPUT_PATH}[{index}]"))
+            if item.content:
+                _read_thinking_parts(
+                    item.content, "reasoning_text", index, "content", thinking_blocks, turn
+                )
+            if item.summary:
+                _read_thinking_parts(
+                    item.summary, "summary_text", index, "summary", thinking_blocks, turn
+                )
+        elif kind == "message":
+            if item.content:
+                texts_before = len(visible_texts)
+                if _read_message_parts(item.content, index, visible_texts, detections):
+                    refused = True
+                if len(visible_texts) > texts_before:
+                    visible_items.append(index)
+        elif kind == "function_call":
+            _read_function_call(item, f"{_OUTPUT_PATH}[{index}]", turn)
+        elif kind not in BUILT_IN_ITEM_TYPES:
+            detections.append(malformed("unknown_part", f"{_OUTPUT_PATH}[{index}]"))
+    # What `fill_turn` does, with the usual one block and one text taken as they are.
+    if len(thinking_blocks) == 1:
+        turn.native_thinking = thinking_blocks[0] or None
+    else:
+        turn.native_thinking = join_blocks(thinking_blocks)
+    turn.visible_text = visible_texts[0] if len(visible_texts) == 1 else "".join(visible_texts)
+    if len(visible_items) == 1:
+        turn.visible_path = f"{_OUTPUT_PATH}[{visible_items[0]}].content"
+    else:
+        turn.visible_path = _OUTPUT_PATH
+    native = native_finish_reason(response.status, response.incomplete_details)
+    if native is not None:
+        turn.native_finish_reason = native
+        turn.finish_reason = finish_reason(native, refused=refused)
+    return turn
 
 
 def read_item(raw_item: msgspec.Raw, path: str, turn: Turn, reading: OutputReading) -> None:
@@ -217,6 +299,17 @@ def native_finish_reason(status: Any, incomplete_details: Any) -> str | None:
 def finish_reason(native: str, *, refused: bool) -> FinishReason:
     mapped = _FINISH_REASON_MAP.get(native, "other")
     return "content_filter" if refused and mapped == "stop" else mapped
+
+
+def _usage_of(usage: _Usage) -> Usage:
+    input_details, output_details = usage.input_tokens_details, usage.output_tokens_details
+    return Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=output_details.reasoning_tokens if output_details else None,
+        cached_input_tokens=input_details.cached_tokens if input_details else None,
+        total_tokens=usage.total_tokens,
+    )
 
 
 def _read_reasoning(
@@ -262,7 +355,7 @@ def _read_visible(
         detections.append(malformed("text_not_string", path))
 
 
-def _read_function_call(item: OutputItem, path: str, turn: Turn) -> None:
+def _read_function_call(item: OutputItem | _ItemRead, path: str, turn: Turn) -> None:
     if not isinstance(item.name, str):
         turn.detections.append(malformed("invalid_tool_call", path))
         return
@@ -271,6 +364,53 @@ def _read_function_call(item: OutputItem, path: str, turn: Turn) -> None:
     arguments = tool_arguments(value, f"{path}.arguments", turn.detections)
     call_id = string_or_none(item.call_id)
     turn.tool_calls.append(ToolCall(id=call_id, name=item.name, arguments=arguments))
+
+
+def _read_thinking_parts(
+    parts: list[_PartRead],
+    part_type: str,
+    index: int,
+    field: str,
+    blocks: list[str],
+    turn: Turn,
+) -> None:
+    """`_read_reasoning` of one part list (`field`) of the one-pass item at `index`: each
+    part its block; paths spelled out only for a detection."""
+    for part_index, part in enumerate(parts):
+        if part.type != part_type:
+            path = f"{_OUTPUT_PATH}[{index}].{field}[{part_index}]"
+            turn.detections.append(malformed("unknown_part", path))
+        elif part.text is UNSET:
+            path = f"{_OUTPUT_PATH}[{index}].{field}[{part_index}].text"
+            turn.detections.append(malformed("text_not_string", path))
+        else:
+            blocks.append(part.text)
+
+
+def _read_message_parts(
+    parts: list[_PartRead], index: int, texts: list[str], detections: list[Detection]
+) -> bool:
+    """`_read_message` of a one-pass item's content parts; True when one is a refusal."""
+    refused = False
+    for part_index, part in enumerate(parts):
+        kind = part.type
+        if kind == "output_text":
+            if part.text is UNSET:
+                path = f"{_OUTPUT_PATH}[{index}].content[{part_index}].text"
+                detections.append(malformed("text_not_string", path))
+            else:
+                texts.append(part.text)
+        elif kind == "refusal":
+            refused = True
+            if part.refusal is UNSET:
+                path = f"{_OUTPUT_PATH}[{index}].content[{part_index}].refusal"
+                detections.append(malformed("text_not_string", path))
+            else:
+                texts.append(part.refusal)
+        else:
+            path = f"{_OUTPUT_PATH}[{index}].content[{part_index}]"
+            detections.append(malformed("unknown_part", path))
+    return refused
 
 
 def _parts(
