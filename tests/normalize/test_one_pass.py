@@ -148,3 +148,151 @@ CHOICES = st.one_of(
 @example({"choices": [{"message": {"content": "first"}}, "not a choice"]}, "openai_chat")
 def test_bodies_of_odd_shapes_read_the_same_in_one_pass(body: dict[str, Any], name: str) -> None:
     assert_same_turn(name, msgspec.json.encode(body))
+
+
+MESSAGE_READERS: dict[str, openai_chat.ContentPartReader] = {
+    "openai_chat": openai_chat.read_chat_content_part,
+    "mistral": mistral.read_chunk,
+}
+"""Format -> the content-part reader its messages are read with."""
+
+
+def _message_outcome(format_name: str, view: type[Any], message: bytes) -> object:
+    """The turn (or the error) `read_message` gives from one view of a message."""
+    try:
+        decoded = msgspec.json.decode(message, type=view)
+    except (msgspec.DecodeError, RecursionError) as error:
+        return ("undecodable", type(error).__name__)
+    turn = Turn(finish_reason="stop")
+    try:
+        openai_chat.read_message(decoded, turn, MESSAGE_READERS[format_name])
+    except Exception as error:
+        return ("error", type(error).__name__, str(error))
+    return turn
+
+
+def assert_same_message(format_name: str, message: bytes) -> bool:
+    """The one-pass message view (tool calls typed) reads as the layered one, or refuses;
+    True when it read the message."""
+    expected = _message_outcome(format_name, openai_chat.MessageView, message)
+    from_one_pass = _message_outcome(format_name, openai_chat.MessageReadView, message)
+    if from_one_pass == ("undecodable", "ValidationError"):
+        return False
+    assert from_one_pass == expected
+    return True
+
+
+def _first_message(body: bytes) -> bytes | None:
+    try:
+        response = msgspec.json.decode(body, type=openai_chat.ChatCompletionView)
+        choice = msgspec.json.decode(response.choices[0], type=openai_chat.ChoiceView)  # type: ignore[index]
+    except (msgspec.DecodeError, RecursionError, TypeError, IndexError):
+        return None
+    return bytes(choice.message) or None
+
+
+@pytest.mark.parametrize("format_name", READERS)
+def test_every_golden_and_sample_message_reads_the_same_in_one_pass(format_name: str) -> None:
+    messages = [m for m in map(_first_message, _bodies(format_name)) if m is not None]
+    read = [assert_same_message(format_name, message) for message in messages]
+    with_calls = [
+        m
+        for m, one_pass in zip(messages, read, strict=True)
+        if one_pass and msgspec.json.decode(m).get("tool_calls")
+    ]
+    assert with_calls, "no message with tool calls read by the one-pass view"
+
+
+@pytest.mark.needs_shared
+@pytest.mark.parametrize("format_name", READERS)
+def test_every_corpus_message_reads_the_same_in_one_pass(format_name: str) -> None:
+    messages = [m for m in map(_first_message, _corpus_bodies(format_name)) if m is not None]
+    assert messages
+    for message in messages:
+        assert_same_message(format_name, message)
+
+
+CALL_VALUES = st.sampled_from([None, 1, "x", [], {}, {"a": 1}, '{"city": "Lisbon"}', "{no"])
+FUNCTIONS = st.one_of(
+    CALL_VALUES,
+    st.fixed_dictionaries({}, optional={"name": CALL_VALUES, "arguments": CALL_VALUES}),
+)
+TOOL_CALLS = st.one_of(
+    CALL_VALUES,
+    st.lists(
+        st.one_of(
+            CALL_VALUES,
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "id": CALL_VALUES,
+                    "type": CALL_VALUES,
+                    "function": FUNCTIONS,
+                    "custom": st.fixed_dictionaries(
+                        {}, optional={"name": CALL_VALUES, "input": CALL_VALUES}
+                    ),
+                },
+            ),
+        ),
+        max_size=3,
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "content": ODD_VALUES,
+            "refusal": ODD_VALUES,
+            "reasoning_content": ODD_VALUES,
+            "reasoning": ODD_VALUES,
+            "reasoning_details": ODD_VALUES,
+            "tool_calls": TOOL_CALLS,
+            "function_call": FUNCTIONS,
+            "extra_content": st.one_of(ODD_VALUES, st.just({"google": {"thought": True}})),
+        },
+    ),
+    st.sampled_from(sorted(MESSAGE_READERS)),
+)
+@example({"tool_calls": [{"function": {"name": "f", "arguments": '{"a": 1}'}}]}, "openai_chat")
+@example({"content": "a", "tool_calls": [{"function": {"name": "f"}}, "x"]}, "openai_chat")
+@example(
+    {"content": "<thought>t</thought>a", "extra_content": {"google": {"thought": True}}},
+    "openai_chat",
+)
+def test_messages_of_odd_shapes_read_the_same_in_one_pass(
+    message: dict[str, Any], name: str
+) -> None:
+    assert_same_message(name, msgspec.json.encode(message))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "content": ODD_VALUES,
+            "refusal": ODD_VALUES,
+            "reasoning_content": ODD_VALUES,
+            "reasoning": ODD_VALUES,
+            "reasoning_details": ODD_VALUES,
+            "extra_content": st.one_of(ODD_VALUES, st.just({"google": {"thought": True}})),
+        },
+    ),
+    st.sampled_from(sorted(MESSAGE_READERS)),
+)
+@example({"content": "a", "reasoning_content": 1, "reasoning": "r"}, "openai_chat")
+@example({"content": "a", "reasoning_content": "", "reasoning": "r"}, "openai_chat")
+@example({"content": "a", "reasoning": None}, "mistral")
+def test_the_usual_message_read_inline_reads_as_any_message(
+    message: dict[str, Any], name: str
+) -> None:
+    """`read_message` reads a string content with plain reasoning inline; every message read
+    the general way gives the same texts, thinking and detections."""
+    view = msgspec.json.decode(msgspec.json.encode(message), type=openai_chat.MessageView)
+    inline, general = Turn(finish_reason="stop"), Turn(finish_reason="stop")
+    openai_chat.read_message(view, inline, MESSAGE_READERS[name])
+    openai_chat._read_texts(view, general, MESSAGE_READERS[name])
+    assert inline == general
