@@ -106,7 +106,20 @@ def test_every_corpus_body_reads_the_same_in_one_pass(format_name: str) -> None:
 
 
 ODD_VALUES = st.sampled_from(
-    [None, 1, "x", [], {}, True, [{"type": "text", "text": "a"}], {"a": 1}, "<think>a</think>b"]
+    [
+        None,
+        1,
+        "x",
+        "",
+        [],
+        {},
+        True,
+        [{"type": "text", "text": "a"}],
+        [{"type": "thinking", "thinking": [{"type": "text", "text": "t"}]}, {"type": "text"}],
+        [{"type": "refusal", "refusal": "no"}, {"type": "reference"}],
+        {"a": 1},
+        "<think>a</think>b",
+    ]
 )
 MESSAGES = st.one_of(
     ODD_VALUES,
@@ -286,6 +299,11 @@ def test_messages_of_odd_shapes_read_the_same_in_one_pass(
 @example({"content": "a", "reasoning_content": 1, "reasoning": "r"}, "openai_chat")
 @example({"content": "a", "reasoning_content": "", "reasoning": "r"}, "openai_chat")
 @example({"content": "a", "reasoning": None}, "mistral")
+@example({"content": [{"type": "refusal", "refusal": "no"}]}, "openai_chat")
+@example({"content": [{"type": "thinking", "thinking": []}]}, "mistral")
+@example(
+    {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "t"}]}]}, "mistral"
+)
 def test_the_usual_message_read_inline_reads_as_any_message(
     message: dict[str, Any], name: str
 ) -> None:
@@ -296,3 +314,29 @@ def test_the_usual_message_read_inline_reads_as_any_message(
     openai_chat.read_message(view, inline, MESSAGE_READERS[name])
     openai_chat._read_texts(view, general, MESSAGE_READERS[name])
     assert inline == general
+
+
+THINKING_ITEMS = st.one_of(
+    ODD_VALUES,
+    st.lists(
+        st.one_of(
+            ODD_VALUES,
+            st.fixed_dictionaries({}, optional={"type": ODD_VALUES, "text": ODD_VALUES}),
+            st.builds(lambda text: {"type": "text", "text": text}, st.text(max_size=3)),
+        ),
+        max_size=4,
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(THINKING_ITEMS)
+@example([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])
+@example([{"type": "text", "text": "a"}, {"type": "text", "text": 1}, {"text": "c"}])
+def test_a_thinking_chunk_read_inline_reads_as_item_by_item(items: Any) -> None:
+    """`mistral.read_chunk` joins plain text items inline; item by item gives the same."""
+    inline = openai_chat.ContentTexts(detections=[])
+    mistral.read_chunk({"type": "thinking", "thinking": items}, 2, inline)
+    by_item = openai_chat.ContentTexts(detections=[])
+    by_item.thinking_blocks.append(mistral._thinking_text(items, 2, by_item))
+    assert inline == by_item

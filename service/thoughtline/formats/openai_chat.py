@@ -166,8 +166,9 @@ class ContentTexts(msgspec.Struct, kw_only=True):
     refused: bool = False
 
 
-ContentPartReader = Callable[[Any, str, ContentTexts], None]
-"""Reads one element of a `content` list (decoded JSON, and its path) into the texts."""
+ContentPartReader = Callable[[Any, int, ContentTexts], None]
+"""Reads one element of a `content` list (decoded JSON, and its index) into the texts. The
+index spells out the element's path only when a detection needs it (`content_part_path`)."""
 
 
 _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
@@ -316,6 +317,24 @@ def read_message(
         if reasoning is not None and not isinstance(reasoning, str):
             reasoning = reasoning_field(message, turn.detections)
         turn.native_thinking = reasoning or None
+    elif (
+        isinstance(content, list)
+        and message.refusal is None
+        and message.reasoning_content is None
+        and message.reasoning is None
+        and not message.extra_content
+        and not message.reasoning_details
+    ):
+        # A list of parts and nothing else that gives text (Mistral's usual message): the
+        # parts alone give the thinking blocks, the visible text and the refusal.
+        texts = ContentTexts(detections=turn.detections)
+        for index, part in enumerate(content):
+            read_content_part(part, index, texts)
+        blocks = texts.thinking_blocks
+        turn.native_thinking = (blocks[0] or None) if len(blocks) == 1 else join_blocks(blocks)
+        turn.visible_text = "".join(texts.visible)
+        if texts.refused and turn.finish_reason == "stop":
+            turn.finish_reason = "content_filter"
     else:
         _read_texts(message, turn, read_content_part)
     calls = message.tool_calls
@@ -341,21 +360,27 @@ def reasoning_field(
     return None
 
 
-def read_chat_content_part(part: Any, path: str, texts: ContentTexts) -> None:
+def read_chat_content_part(part: Any, index: int, texts: ContentTexts) -> None:
     """A Chat content part: `text` is visible, `refusal` is visible and a refusal."""
-    kind = part_type(part)
+    # Once per part: the type and text checks are spelled out, the path only on a detection.
+    kind = part.get("type") if isinstance(part, dict) else None
     if kind == "text":
-        add_visible_text(part.get("text"), f"{path}.text", texts)
+        text = part.get("text")
+        if isinstance(text, str):
+            texts.visible.append(text)
+        else:
+            texts.detections.append(malformed("text_not_string", f"{CONTENT_PATH}[{index}].text"))
     elif kind == "refusal":
-        if add_visible_text(part.get("refusal"), f"{path}.refusal", texts):
+        path = f"{CONTENT_PATH}[{index}].refusal"
+        if add_visible_text(part.get("refusal"), path, texts):
             texts.refused = True
     else:
-        texts.detections.append(malformed("unknown_part", path))
+        texts.detections.append(malformed("unknown_part", content_part_path(index)))
 
 
-def part_type(part: Any) -> str | None:
-    """The `type` of a decoded content part; None when it is not an object or not a string."""
-    return string_or_none(part.get("type")) if isinstance(part, dict) else None
+def content_part_path(index: int) -> str:
+    """The path of the `content` element at `index`."""
+    return f"{CONTENT_PATH}[{index}]"
 
 
 def add_visible_text(value: Any, path: str, texts: ContentTexts) -> bool:
@@ -423,7 +448,7 @@ def _read_content(content: Any, texts: ContentTexts, read_content_part: ContentP
         texts.visible.append(content)
     elif isinstance(content, list):
         for index, part in enumerate(content):
-            read_content_part(part, f"{CONTENT_PATH}[{index}]", texts)
+            read_content_part(part, index, texts)
     elif content is not None:
         texts.detections.append(malformed("text_not_string", CONTENT_PATH))
 
