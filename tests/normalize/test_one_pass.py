@@ -19,7 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SHARED
-from thoughtline.formats import mistral, openai_chat
+from thoughtline.formats import mistral, ollama, openai_chat
 from thoughtline.formats.compose import Turn, decode_in_one_pass
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -340,3 +340,73 @@ def test_a_thinking_chunk_read_inline_reads_as_item_by_item(items: Any) -> None:
     by_item = openai_chat.ContentTexts(detections=[])
     by_item.thinking_blocks.append(mistral._thinking_text(items, 2, by_item))
     assert inline == by_item
+
+
+def _ollama_outcome(body: bytes) -> object:
+    try:
+        return ollama.normalize(body)
+    except Exception as error:
+        return ("error", type(error).__name__, str(error))
+
+
+def assert_same_ollama_record(body: bytes, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Ollama's one-pass message view (tool calls typed) gives the record its layered view
+    gives; True when it read the message."""
+    read_in_one_pass = _ollama_outcome(body)
+    probes: list[object] = []
+
+    def refuse(data: object, view: type[Any]) -> None:
+        probes.append(view)
+        return None
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ollama, "probe_view", refuse)
+        layered = _ollama_outcome(body)
+    assert read_in_one_pass == layered
+    return bool(probes) and not isinstance(read_in_one_pass, tuple)
+
+
+def test_every_ollama_golden_sample_and_corpus_body_reads_the_same_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    golden = sorted((ROOT / "tests" / "golden" / "ollama").glob("*.raw.json"))
+    samples = sorted((ROOT / "service" / "thoughtline" / "samples").glob("ollama.*.json"))
+    corpus = sorted((SHARED / "corpus" / "ollama-native").glob("*.json"))
+    bodies = [path.read_bytes() for path in golden + samples + corpus]
+    read = [assert_same_ollama_record(body, monkeypatch) for body in bodies]
+    with_calls = [
+        b for b, one_pass in zip(bodies, read, strict=True) if one_pass and b"tool_calls" in b
+    ]
+    assert with_calls, "no body with tool calls read by the one-pass view"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "model": ODD_VALUES,
+            "done_reason": ODD_VALUES,
+            "prompt_eval_count": st.sampled_from([None, 0, 3, True, 1.5, "2"]),
+            "eval_count": st.sampled_from([None, 0, 7, False, "x"]),
+            "response": ODD_VALUES,
+            "thinking": ODD_VALUES,
+            "message": st.one_of(
+                ODD_VALUES,
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "content": ODD_VALUES,
+                        "thinking": ODD_VALUES,
+                        "tool_calls": TOOL_CALLS,
+                    },
+                ),
+            ),
+        },
+    )
+)
+@example({"message": {"content": "a", "tool_calls": [{"function": {"name": "f"}}, "x"]}})
+@example({"message": {"tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]}})
+def test_ollama_bodies_of_odd_shapes_read_the_same_in_one_pass(body: dict[str, Any]) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert_same_ollama_record(msgspec.json.encode(body), monkeypatch)
