@@ -102,35 +102,37 @@ def read_turn(response: ResponseView, payload: bytes) -> Turn:
         detections=detections,
     )
     raw_message = response.message
+    message: MessageReadView | MessageView | None = None
     if raw_message and raw_message != _JSON_NULL:
         turn.replay_parts.append(raw_message)
-        turn.visible_path = _MESSAGE_CONTENT_PATH
-        message: MessageReadView | MessageView | None = probe_view(raw_message, MessageReadView)
+        message = probe_view(raw_message, MessageReadView)
         if message is None:
             message = decode(raw_message, MessageView, "message")
         thinking, content = message.thinking, message.content
-        if thinking is None or isinstance(thinking, str):
-            turn.native_thinking = thinking
-        else:
-            detections.append(malformed("reasoning_not_string", "message.thinking"))
-        if isinstance(content, str):
-            turn.visible_text = content
-        elif content is not None:
-            detections.append(malformed("text_not_string", _MESSAGE_CONTENT_PATH))
-        calls = message.tool_calls
-        if isinstance(calls, list):
-            add_tool_calls(calls, _TOOL_CALLS_PATH, turn)
-        elif calls is not None:
-            read_tool_calls(calls, _TOOL_CALLS_PATH, turn)
+        thinking_path, turn.visible_path = "message.thinking", _MESSAGE_CONTENT_PATH
     elif response.response is not UNSET:
         # The replay part of `/api/generate` is the body as a JSON value: no whitespace around it.
         body = payload if payload[-1:] == b"}" else payload.strip()
         turn.replay_parts.append(msgspec.Raw(body))
-        _read_generated(response, turn)
+        thinking, content = response.thinking, response.response
+        thinking_path, turn.visible_path = "thinking", "response"
     else:
         raise NormalizeError(
             "invalid_payload", "an ollama response needs `message` (/api/chat) or `response`"
         )
+    if thinking is None or isinstance(thinking, str):
+        turn.native_thinking = thinking
+    else:
+        detections.append(malformed("reasoning_not_string", thinking_path))
+    if isinstance(content, str):
+        turn.visible_text = content
+    elif content is not None:
+        detections.append(malformed("text_not_string", turn.visible_path))
+    calls = message.tool_calls if message is not None else None
+    if isinstance(calls, list):
+        add_tool_calls(calls, _TOOL_CALLS_PATH, turn)
+    elif calls is not None:
+        read_tool_calls(calls, _TOOL_CALLS_PATH, turn)
     return turn
 
 
@@ -153,23 +155,3 @@ def read_usage(response: ResponseView, detections: list[Detection]) -> Usage:
     if prompt is None and generated is None:
         return Usage()
     return Usage(input_tokens=prompt or 0, output_tokens=generated or 0)
-
-
-def _read_generated(response: ResponseView, turn: Turn) -> None:
-    turn.visible_path = "response"
-    turn.native_thinking = _thinking(response.thinking, "thinking", turn.detections)
-    turn.visible_text = _visible(response.response, turn.visible_path, turn.detections)
-
-
-def _thinking(value: Any, path: str, detections: list[Detection]) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    detections.append(malformed("reasoning_not_string", path))
-    return None
-
-
-def _visible(value: Any, path: str, detections: list[Detection]) -> str:
-    if value is None or isinstance(value, str):
-        return value or ""
-    detections.append(malformed("text_not_string", path))
-    return ""
