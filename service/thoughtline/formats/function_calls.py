@@ -61,7 +61,17 @@ def add_tool_calls(calls: list[ToolCallView], path: str, turn: Turn) -> None:
     """`tool_calls` already decoded into their views (a message view that types them in its
     own pass): read as `read_tool_calls` reads the same calls from their raw bytes."""
     for index, call in enumerate(calls):
-        _add_tool_call(call, f"{path}[{index}]", turn)
+        function = call.function
+        if function is None:  # the rarer shapes, spelled out once below
+            _add_tool_call(call, f"{path}[{index}]", turn)
+            continue
+        arguments = function.arguments
+        if arguments is None:  # no arguments at all reads as the empty object (`_arguments`)
+            arguments = {}
+        else:
+            arguments_path = f"{path}[{index}].function.arguments"
+            arguments = tool_arguments(arguments, arguments_path, turn.detections)
+        turn.tool_calls.append(ToolCall(id=call.id, name=function.name, arguments=arguments))
 
 
 def _read_tool_call(raw_call: msgspec.Raw, path: str, turn: Turn) -> None:

@@ -225,7 +225,9 @@ def read_turn(
     raw_usage = response.usage
     native_usage = raw_usage if raw_usage and raw_usage != _JSON_NULL else None
     usage = read_usage(raw_usage, detections) if native_usage is not None else Usage()
-    choice = _first_choice(choices) if choices else None
+    choice = choices[0] if choices else None
+    if choice is not None and not isinstance(choice, ChoiceView):  # the layered view's Raw
+        choice = decode(choice, ChoiceView, "choices[0]")
     raw_message = choice.message if choice is not None else _NO_VALUE
     has_message = len(raw_message) > 0 and raw_message != _JSON_NULL
     if not has_message and native_usage is None:
@@ -436,11 +438,6 @@ def _read_texts(
     turn.visible_text = "".join(texts.visible)
     if texts.refused and turn.finish_reason == "stop":
         turn.finish_reason = "content_filter"
-
-
-def _first_choice(choices: list[msgspec.Raw] | list[ChoiceView]) -> ChoiceView:
-    first = choices[0]
-    return first if isinstance(first, ChoiceView) else decode(first, ChoiceView, "choices[0]")
 
 
 def _read_content(content: Any, texts: ContentTexts, read_content_part: ContentPartReader) -> None:
