@@ -57,10 +57,30 @@ def read_function_call(raw_call: msgspec.Raw, path: str, turn: Turn) -> None:
     turn.tool_calls.append(ToolCall(id=None, name=function.name, arguments=arguments))
 
 
+def add_tool_calls(calls: list[ToolCallView], path: str, turn: Turn) -> None:
+    """`tool_calls` already decoded into their views (a message view that types them in its
+    own pass): read as `read_tool_calls` reads the same calls from their raw bytes."""
+    for index, call in enumerate(calls):
+        function = call.function
+        if function is None:  # the rarer shapes, spelled out once below
+            _add_tool_call(call, f"{path}[{index}]", turn)
+            continue
+        arguments = function.arguments
+        if arguments is None:  # no arguments at all reads as the empty object (`_arguments`)
+            arguments = {}
+        else:
+            arguments_path = f"{path}[{index}].function.arguments"
+            arguments = tool_arguments(arguments, arguments_path, turn.detections)
+        turn.tool_calls.append(ToolCall(id=call.id, name=function.name, arguments=arguments))
+
+
 def _read_tool_call(raw_call: msgspec.Raw, path: str, turn: Turn) -> None:
     call = view_or_detect(raw_call, ToolCallView, "invalid_tool_call", path, turn.detections)
-    if call is None:
-        return
+    if call is not None:
+        _add_tool_call(call, path, turn)
+
+
+def _add_tool_call(call: ToolCallView, path: str, turn: Turn) -> None:
     if call.function is not None:
         arguments = _arguments(call.function.arguments, f"{path}.function.arguments", turn)
         turn.tool_calls.append(ToolCall(id=call.id, name=call.function.name, arguments=arguments))

@@ -19,12 +19,7 @@ import msgspec
 
 from thoughtline.formats import openai_chat
 from thoughtline.formats.compose import Turn, build_record, decode_in_one_pass, malformed
-from thoughtline.formats.openai_chat import (
-    ChatCompletionView,
-    ContentTexts,
-    add_visible_text,
-    part_type,
-)
+from thoughtline.formats.openai_chat import ChatCompletionView, ContentTexts, content_part_path
 from thoughtline.formats.wire_values import probe_view
 from thoughtline.record import FinishReason, Record
 
@@ -102,30 +97,51 @@ def has_mistral_chunks(data: bytes) -> bool:
     )
 
 
-def read_chunk(chunk: Any, path: str, texts: ContentTexts) -> None:
+def read_chunk(chunk: Any, index: int, texts: ContentTexts) -> None:
     """One element of a Mistral `content` list (decoded JSON)."""
-    kind = part_type(chunk)
+    # Once per chunk: the type and text checks are spelled out, the path only on a detection.
+    kind = chunk.get("type") if isinstance(chunk, dict) else None
     if kind == "text":
-        add_visible_text(chunk.get("text"), f"{path}.text", texts)
+        text = chunk.get("text")
+        if isinstance(text, str):
+            texts.visible.append(text)
+        else:
+            path = f"{content_part_path(index)}.text"
+            texts.detections.append(malformed("text_not_string", path))
     elif kind == "thinking":
-        thinking_path = f"{path}.thinking"
-        texts.thinking_blocks.append(_thinking_text(chunk.get("thinking"), thinking_path, texts))
-    elif kind not in _CHUNKS_WITHOUT_TEXT:
-        texts.detections.append(malformed("unknown_part", path))
+        items = chunk.get("thinking")
+        fragments: list[str] = []
+        plain = isinstance(items, list)
+        for item in items if plain else ():
+            is_text_item = isinstance(item, dict) and item.get("type") == "text"
+            text = item.get("text") if is_text_item else None
+            if not isinstance(text, str):
+                plain = False
+                break
+            fragments.append(text)
+        # A chunk with items of another shape is read again, item by item, with detections.
+        block = "".join(fragments) if plain else _thinking_text(items, index, texts)
+        texts.thinking_blocks.append(block)
+    elif not isinstance(kind, str) or kind not in _CHUNKS_WITHOUT_TEXT:
+        texts.detections.append(malformed("unknown_part", content_part_path(index)))
 
 
-def _thinking_text(items: Any, path: str, texts: ContentTexts) -> str:
+def _thinking_text(items: Any, index: int, texts: ContentTexts) -> str:
     """The text items of one thinking chunk are fragments: they concatenate as they are."""
     if not isinstance(items, list):
+        path = f"{content_part_path(index)}.thinking"
         texts.detections.append(malformed("text_not_string", path))
         return ""
     fragments: list[str] = []
-    for index, item in enumerate(items):
-        item_path = f"{path}[{index}]"
-        if part_type(item) != "text":
-            texts.detections.append(malformed("unknown_part", item_path))
-        elif isinstance(text := item.get("text"), str):
+    for item_index, item in enumerate(items):
+        is_text_item = isinstance(item, dict) and item.get("type") == "text"
+        text = item.get("text") if is_text_item else None
+        if isinstance(text, str):
             fragments.append(text)
-        else:
+            continue
+        item_path = f"{content_part_path(index)}.thinking[{item_index}]"
+        if is_text_item:
             texts.detections.append(malformed("text_not_string", f"{item_path}.text"))
+        else:
+            texts.detections.append(malformed("unknown_part", item_path))
     return "".join(fragments)

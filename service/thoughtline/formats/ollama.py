@@ -22,9 +22,9 @@ from typing import Any, Final
 import msgspec
 
 from thoughtline.errors import NormalizeError
-from thoughtline.formats.compose import Turn, build_record, decode, malformed, present
-from thoughtline.formats.function_calls import read_tool_calls
-from thoughtline.formats.wire_values import string_or_none
+from thoughtline.formats.compose import Turn, build_record, decode, malformed
+from thoughtline.formats.function_calls import ToolCallView, add_tool_calls, read_tool_calls
+from thoughtline.formats.wire_values import probe_view
 from thoughtline.record import Detection, FinishReason, Record, Usage
 
 FORMAT: Final = "ollama"
@@ -38,6 +38,16 @@ class MessageView(msgspec.Struct):
     content: Any = None
     thinking: Any = None
     tool_calls: msgspec.Raw = msgspec.Raw()
+
+
+class MessageReadView(msgspec.Struct):
+    """`MessageView` with its tool calls read in the same pass (the usual message). A message
+    this view refuses (a call of another shape, invalid JSON) is read with `MessageView`,
+    whose call-by-call reading gives the detections; both give the same turn."""
+
+    content: Any = None
+    thinking: Any = None
+    tool_calls: list[ToolCallView] | None = None
 
 
 class ResponseView(msgspec.Struct):
@@ -59,17 +69,17 @@ _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
 }
 
 _COUNT_FIELDS: Final = ("prompt_eval_count", "eval_count")
+_MESSAGE_CONTENT_PATH: Final = "message.content"
+_TOOL_CALLS_PATH: Final = "message.tool_calls"
+_JSON_NULL: Final = msgspec.Raw(b"null")
 
 
 def normalize(
     payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
 ) -> Record:
     """One `/api/chat` or `/api/generate` response body -> the record."""
-    response = decode(payload, ResponseView, "ollama response")
-    # The replay part of `/api/generate` is the body as a JSON value: no whitespace around it.
-    body = payload if payload[-1:] == b"}" else payload.strip()
     return build_record(
-        read_turn(response, msgspec.Raw(body)),
+        read_turn(decode(payload, ResponseView, "ollama response"), payload),
         format=FORMAT,
         provider=PROVIDER,
         record_id=record_id,
@@ -77,24 +87,52 @@ def normalize(
     )
 
 
-def read_turn(response: ResponseView, body: msgspec.Raw) -> Turn:
-    """`body` is the whole response, the replay part of an `/api/generate` answer."""
-    turn = Turn(model=string_or_none(response.model))
-    done_reason = string_or_none(response.done_reason)
-    if done_reason is not None:
-        turn.native_finish_reason = done_reason
-        turn.finish_reason = _FINISH_REASON_MAP.get(done_reason, "other")
-    turn.usage = read_usage(response, turn.detections)
-    if present(response.message):
-        turn.replay_parts.append(response.message)
-        _read_chat_message(decode(response.message, MessageView, "message"), turn)
+def read_turn(response: ResponseView, payload: bytes) -> Turn:
+    """`payload` is the whole response, the replay part of an `/api/generate` answer."""
+    # Runs once per (small) body: every check is spelled out, and the turn is built once.
+    model, done_reason = response.model, response.done_reason
+    if not isinstance(done_reason, str):
+        done_reason = None
+    detections: list[Detection] = []
+    turn = Turn(
+        model=model if isinstance(model, str) else None,
+        native_finish_reason=done_reason,
+        finish_reason=None if done_reason is None else _FINISH_REASON_MAP.get(done_reason, "other"),
+        usage=read_usage(response, detections),
+        detections=detections,
+    )
+    raw_message = response.message
+    message: MessageReadView | MessageView | None = None
+    if raw_message and raw_message != _JSON_NULL:
+        turn.replay_parts.append(raw_message)
+        message = probe_view(raw_message, MessageReadView)
+        if message is None:
+            message = decode(raw_message, MessageView, "message")
+        thinking, content = message.thinking, message.content
+        thinking_path, turn.visible_path = "message.thinking", _MESSAGE_CONTENT_PATH
     elif response.response is not UNSET:
-        turn.replay_parts.append(body)
-        _read_generated(response, turn)
+        # The replay part of `/api/generate` is the body as a JSON value: no whitespace around it.
+        body = payload if payload[-1:] == b"}" else payload.strip()
+        turn.replay_parts.append(msgspec.Raw(body))
+        thinking, content = response.thinking, response.response
+        thinking_path, turn.visible_path = "thinking", "response"
     else:
         raise NormalizeError(
             "invalid_payload", "an ollama response needs `message` (/api/chat) or `response`"
         )
+    if thinking is None or isinstance(thinking, str):
+        turn.native_thinking = thinking
+    else:
+        detections.append(malformed("reasoning_not_string", thinking_path))
+    if isinstance(content, str):
+        turn.visible_text = content
+    elif content is not None:
+        detections.append(malformed("text_not_string", turn.visible_path))
+    calls = message.tool_calls if message is not None else None
+    if isinstance(calls, list):
+        add_tool_calls(calls, _TOOL_CALLS_PATH, turn)
+    elif calls is not None:
+        read_tool_calls(calls, _TOOL_CALLS_PATH, turn)
     return turn
 
 
@@ -103,6 +141,9 @@ def read_usage(response: ResponseView, detections: list[Detection]) -> Usage:
 
     Ollama has no usage object: the counts are top-level, so this reads the decoded body
     rather than a raw `usage` member (a second decode of the body would cost a pass)."""
+    prompt, generated = response.prompt_eval_count, response.eval_count
+    if prompt.__class__ is int and generated.__class__ is int:  # the usual body: both counts
+        return Usage(input_tokens=prompt, output_tokens=generated)
     counts: list[int | None] = []
     for name in _COUNT_FIELDS:
         value = getattr(response, name)
@@ -114,30 +155,3 @@ def read_usage(response: ResponseView, detections: list[Detection]) -> Usage:
     if prompt is None and generated is None:
         return Usage()
     return Usage(input_tokens=prompt or 0, output_tokens=generated or 0)
-
-
-def _read_chat_message(message: MessageView, turn: Turn) -> None:
-    turn.visible_path = "message.content"
-    turn.native_thinking = _thinking(message.thinking, "message.thinking", turn.detections)
-    turn.visible_text = _visible(message.content, turn.visible_path, turn.detections)
-    read_tool_calls(message.tool_calls, "message.tool_calls", turn)
-
-
-def _read_generated(response: ResponseView, turn: Turn) -> None:
-    turn.visible_path = "response"
-    turn.native_thinking = _thinking(response.thinking, "thinking", turn.detections)
-    turn.visible_text = _visible(response.response, turn.visible_path, turn.detections)
-
-
-def _thinking(value: Any, path: str, detections: list[Detection]) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    detections.append(malformed("reasoning_not_string", path))
-    return None
-
-
-def _visible(value: Any, path: str, detections: list[Detection]) -> str:
-    if value is None or isinstance(value, str):
-        return value or ""
-    detections.append(malformed("text_not_string", path))
-    return ""

@@ -50,8 +50,14 @@ from thoughtline.formats.compose import (
     malformed,
     present,
 )
-from thoughtline.formats.function_calls import RawList, read_function_call, read_tool_calls
-from thoughtline.formats.wire_values import string_or_none, view_or_detect, view_or_none
+from thoughtline.formats.function_calls import (
+    RawList,
+    ToolCallView,
+    add_tool_calls,
+    read_function_call,
+    read_tool_calls,
+)
+from thoughtline.formats.wire_values import probe_view, string_or_none, view_or_detect, view_or_none
 from thoughtline.record import Detection, FinishReason, Record, Usage
 
 FORMAT: Final = "openai_chat"
@@ -93,6 +99,21 @@ class MessageView(msgspec.Struct):
     tool_calls: msgspec.Raw = msgspec.Raw()
     function_call: msgspec.Raw = msgspec.Raw()
     extra_content: msgspec.Raw = msgspec.Raw()  # Gemini's; left undecoded unless present
+
+
+class MessageReadView(msgspec.Struct):
+    """`MessageView` with its tool calls read in the same pass (the usual message). A message
+    this view refuses (a call of another shape, invalid JSON) is read with `MessageView`,
+    whose call-by-call reading gives the detections; both give the same turn."""
+
+    content: Any = None
+    refusal: Any = None
+    reasoning_content: Any = None
+    reasoning: Any = None
+    reasoning_details: msgspec.Raw = msgspec.Raw()
+    tool_calls: list[ToolCallView] | None = None
+    function_call: msgspec.Raw = msgspec.Raw()
+    extra_content: msgspec.Raw = msgspec.Raw()
 
 
 class GoogleExtraView(msgspec.Struct):
@@ -145,8 +166,9 @@ class ContentTexts(msgspec.Struct, kw_only=True):
     refused: bool = False
 
 
-ContentPartReader = Callable[[Any, str, ContentTexts], None]
-"""Reads one element of a `content` list (decoded JSON, and its path) into the texts."""
+ContentPartReader = Callable[[Any, int, ContentTexts], None]
+"""Reads one element of a `content` list (decoded JSON, and its index) into the texts. The
+index spells out the element's path only when a detection needs it (`content_part_path`)."""
 
 
 _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
@@ -170,6 +192,9 @@ THOUGHT_OPENER: Final = "<thought>"
 THOUGHT_CLOSER: Final = "</thought>"
 _EXTRA_CONTENT_PATH: Final = f"{MESSAGE_PATH}.extra_content"
 _THOUGHT_MARKER_PATH: Final = f"{_EXTRA_CONTENT_PATH}.google.thought"
+_TOOL_CALLS_PATH: Final = f"{MESSAGE_PATH}.tool_calls"
+_JSON_NULL: Final = msgspec.Raw(b"null")
+_NO_VALUE: Final = msgspec.Raw()
 
 
 def normalize(
@@ -191,30 +216,46 @@ def read_turn(
     read_content_part: ContentPartReader | None = None,
 ) -> Turn:
     """The first choice of a chat completion; dialects pass their own map and part reader."""
-    if response.choices is None:
+    # Runs once per body: the `present` checks are spelled out (a call each saved), and the
+    # turn is built once, with what was read.
+    choices = response.choices
+    if choices is None:
         raise NormalizeError("invalid_payload", "a chat completion needs a `choices` list")
-    turn = Turn(
-        model=string_or_none(response.model),
-        response_id=string_or_none(response.id),
-        visible_path=CONTENT_PATH,
-    )
-    if present(response.usage):
-        turn.native_usage = response.usage
-        turn.usage = read_usage(response.usage, turn.detections)
-    choice = _first_choice(response.choices)
-    has_message = choice is not None and present(choice.message)
-    if not has_message and turn.native_usage is None:
+    detections: list[Detection] = []
+    raw_usage = response.usage
+    native_usage = raw_usage if raw_usage and raw_usage != _JSON_NULL else None
+    usage = read_usage(raw_usage, detections) if native_usage is not None else Usage()
+    choice = choices[0] if choices else None
+    if choice is not None and not isinstance(choice, ChoiceView):  # the layered view's Raw
+        choice = decode(choice, ChoiceView, "choices[0]")
+    raw_message = choice.message if choice is not None else _NO_VALUE
+    has_message = len(raw_message) > 0 and raw_message != _JSON_NULL
+    if not has_message and native_usage is None:
         raise NormalizeError("invalid_payload", "no message and no usage: nothing to read")
-    if choice is None:
-        return turn
-    native_finish_reason = string_or_none(choice.finish_reason)
-    if native_finish_reason is not None:
-        turn.native_finish_reason = native_finish_reason
-        turn.finish_reason = finish_reason_map.get(native_finish_reason, "other")
-    if present(choice.message):
-        turn.replay_parts.append(choice.message)
-        message = decode(choice.message, MessageView, MESSAGE_PATH)
-        read_message(message, turn, read_content_part or read_chat_content_part)
+    model, response_id = response.model, response.id
+    native_finish_reason = choice.finish_reason if choice is not None else None
+    if not isinstance(native_finish_reason, str):
+        native_finish_reason = None
+    turn = Turn(
+        model=model if isinstance(model, str) else None,
+        response_id=response_id if isinstance(response_id, str) else None,
+        visible_path=CONTENT_PATH,
+        usage=usage,
+        native_usage=native_usage,
+        native_finish_reason=native_finish_reason,
+        finish_reason=None
+        if native_finish_reason is None
+        else finish_reason_map.get(native_finish_reason, "other"),
+        replay_parts=[raw_message] if has_message else [],
+        detections=detections,
+    )
+    if has_message:
+        message = probe_view(raw_message, MessageReadView)
+        read_message(
+            decode(raw_message, MessageView, MESSAGE_PATH) if message is None else message,
+            turn,
+            read_content_part or read_chat_content_part,
+        )
     return turn
 
 
@@ -239,36 +280,77 @@ def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
     if cached is None:
         cached = usage.cached_tokens
     reasoning = completion_details.reasoning_tokens if completion_details else None
+    prompt, output, total = usage.prompt_tokens, usage.completion_tokens, usage.total_tokens
+    if (  # the reasoning counted beside the completion (the arithmetic above)
+        reasoning
+        and output is not None
+        and prompt is not None
+        and total is not None
+        and reasoning > 0
+        and total == prompt + output + reasoning
+    ):
+        output += reasoning
     return Usage(
-        input_tokens=usage.prompt_tokens,
-        output_tokens=_output_tokens(usage, reasoning),
+        input_tokens=prompt,
+        output_tokens=output,
         reasoning_tokens=reasoning,
         cached_input_tokens=cached,
-        total_tokens=usage.total_tokens,
+        total_tokens=total,
     )
 
 
-def read_message(message: MessageView, turn: Turn, read_content_part: ContentPartReader) -> None:
+def read_message(
+    message: MessageView | MessageReadView, turn: Turn, read_content_part: ContentPartReader
+) -> None:
     """Visible text, native thinking and tool calls of one assistant message into the turn."""
-    texts = ContentTexts(detections=turn.detections)
-    if message.extra_content and _marks_thought(message, turn.detections):
-        _read_thought_content(message.content, texts)
+    content = message.content
+    if (
+        isinstance(content, str)
+        and message.refusal is None
+        and not message.extra_content
+        and not message.reasoning_details
+    ):
+        # The usual message, read inline: a string content (no marker to cut it, no refusal
+        # beside it) and at most the plain reasoning fields; the rest goes below.
+        turn.visible_text = content
+        reasoning = message.reasoning_content
+        if reasoning is None:
+            reasoning = message.reasoning
+        if reasoning is not None and not isinstance(reasoning, str):
+            reasoning = reasoning_field(message, turn.detections)
+        turn.native_thinking = reasoning or None
+    elif (
+        isinstance(content, list)
+        and message.refusal is None
+        and message.reasoning_content is None
+        and message.reasoning is None
+        and not message.extra_content
+        and not message.reasoning_details
+    ):
+        # A list of parts and nothing else that gives text (Mistral's usual message): the
+        # parts alone give the thinking blocks, the visible text and the refusal.
+        texts = ContentTexts(detections=turn.detections)
+        for index, part in enumerate(content):
+            read_content_part(part, index, texts)
+        blocks = texts.thinking_blocks
+        turn.native_thinking = (blocks[0] or None) if len(blocks) == 1 else join_blocks(blocks)
+        turn.visible_text = "".join(texts.visible)
+        if texts.refused and turn.finish_reason == "stop":
+            turn.finish_reason = "content_filter"
     else:
-        _read_content(message.content, texts, read_content_part)
-    _read_refusal(message.refusal, texts)
-    reasoning = reasoning_field(message, turn.detections)
-    if reasoning is None:
-        reasoning = join_blocks(_reasoning_details_texts(message.reasoning_details, texts))
-    turn.native_thinking = join_blocks([reasoning or "", *texts.thinking_blocks])
-    turn.visible_text = "".join(texts.visible)
-    if texts.refused and turn.finish_reason == "stop":
-        turn.finish_reason = "content_filter"
-    read_tool_calls(message.tool_calls, f"{MESSAGE_PATH}.tool_calls", turn)
-    if present(message.function_call):
+        _read_texts(message, turn, read_content_part)
+    calls = message.tool_calls
+    if isinstance(calls, list):
+        add_tool_calls(calls, _TOOL_CALLS_PATH, turn)
+    elif calls is not None:
+        read_tool_calls(calls, _TOOL_CALLS_PATH, turn)
+    if message.function_call and message.function_call != _JSON_NULL:
         read_function_call(message.function_call, f"{MESSAGE_PATH}.function_call", turn)
 
 
-def reasoning_field(message: MessageView, detections: list[Detection]) -> str | None:
+def reasoning_field(
+    message: MessageView | MessageReadView, detections: list[Detection]
+) -> str | None:
     """`reasoning_content`, else `reasoning`: the first that is present and a string."""
     for name in _REASONING_FIELDS:
         value = getattr(message, name)
@@ -280,21 +362,27 @@ def reasoning_field(message: MessageView, detections: list[Detection]) -> str | 
     return None
 
 
-def read_chat_content_part(part: Any, path: str, texts: ContentTexts) -> None:
+def read_chat_content_part(part: Any, index: int, texts: ContentTexts) -> None:
     """A Chat content part: `text` is visible, `refusal` is visible and a refusal."""
-    kind = part_type(part)
+    # Once per part: the type and text checks are spelled out, the path only on a detection.
+    kind = part.get("type") if isinstance(part, dict) else None
     if kind == "text":
-        add_visible_text(part.get("text"), f"{path}.text", texts)
+        text = part.get("text")
+        if isinstance(text, str):
+            texts.visible.append(text)
+        else:
+            texts.detections.append(malformed("text_not_string", f"{CONTENT_PATH}[{index}].text"))
     elif kind == "refusal":
-        if add_visible_text(part.get("refusal"), f"{path}.refusal", texts):
+        path = f"{CONTENT_PATH}[{index}].refusal"
+        if add_visible_text(part.get("refusal"), path, texts):
             texts.refused = True
     else:
-        texts.detections.append(malformed("unknown_part", path))
+        texts.detections.append(malformed("unknown_part", content_part_path(index)))
 
 
-def part_type(part: Any) -> str | None:
-    """The `type` of a decoded content part; None when it is not an object or not a string."""
-    return string_or_none(part.get("type")) if isinstance(part, dict) else None
+def content_part_path(index: int) -> str:
+    """The path of the `content` element at `index`."""
+    return f"{CONTENT_PATH}[{index}]"
 
 
 def add_visible_text(value: Any, path: str, texts: ContentTexts) -> bool:
@@ -332,11 +420,24 @@ def thought_spans(text: str) -> list[ThoughtSpan]:
     return spans
 
 
-def _first_choice(choices: list[msgspec.Raw] | list[ChoiceView]) -> ChoiceView | None:
-    if not choices:
-        return None
-    first = choices[0]
-    return first if isinstance(first, ChoiceView) else decode(first, ChoiceView, "choices[0]")
+def _read_texts(
+    message: MessageView | MessageReadView, turn: Turn, read_content_part: ContentPartReader
+) -> None:
+    """The texts of any message: content (of any shape, thought-marked or not), refusal, and
+    every reasoning source."""
+    texts = ContentTexts(detections=turn.detections)
+    if message.extra_content and _marks_thought(message, turn.detections):
+        _read_thought_content(message.content, texts)
+    else:
+        _read_content(message.content, texts, read_content_part)
+    _read_refusal(message.refusal, texts)
+    reasoning = reasoning_field(message, turn.detections)
+    if reasoning is None:
+        reasoning = join_blocks(_reasoning_details_texts(message.reasoning_details, texts))
+    turn.native_thinking = join_blocks([reasoning or "", *texts.thinking_blocks])
+    turn.visible_text = "".join(texts.visible)
+    if texts.refused and turn.finish_reason == "stop":
+        turn.finish_reason = "content_filter"
 
 
 def _read_content(content: Any, texts: ContentTexts, read_content_part: ContentPartReader) -> None:
@@ -344,12 +445,12 @@ def _read_content(content: Any, texts: ContentTexts, read_content_part: ContentP
         texts.visible.append(content)
     elif isinstance(content, list):
         for index, part in enumerate(content):
-            read_content_part(part, f"{CONTENT_PATH}[{index}]", texts)
+            read_content_part(part, index, texts)
     elif content is not None:
         texts.detections.append(malformed("text_not_string", CONTENT_PATH))
 
 
-def _marks_thought(message: MessageView, detections: list[Detection]) -> bool:
+def _marks_thought(message: MessageView | MessageReadView, detections: list[Detection]) -> bool:
     """True when a message with a string `content` carries Gemini's
     `extra_content.google.thought: true` (a marker of another type is a detection)."""
     if not present(message.extra_content):
@@ -408,13 +509,3 @@ def _reasoning_details_texts(raw_details: msgspec.Raw, texts: ContentTexts) -> l
         elif value is not None:
             texts.detections.append(malformed("text_not_string", f"{entry_path}.{field}"))
     return blocks
-
-
-def _output_tokens(usage: UsageView, reasoning: int | None) -> int | None:
-    """`completion_tokens`, plus the reasoning when the total counts it apart from them."""
-    prompt, completion, total = usage.prompt_tokens, usage.completion_tokens, usage.total_tokens
-    if prompt is None or completion is None or reasoning is None or total is None:
-        return completion
-    if reasoning > 0 and total == prompt + completion + reasoning:
-        return completion + reasoning
-    return completion
