@@ -74,8 +74,10 @@ def _at(path: str, index: int | None) -> str:
 def probe_view(data: bytes | msgspec.Raw, view: type[T]) -> T | None:
     """Bytes read into a view, None on any failure, invalid JSON included.
 
-    For format detection, which asks "is this that shape?" of bytes no reader has checked
-    yet: there a wrong answer is "no", never an error (the reader chosen reports the error).
+    For questions whose wrong answer is "no", never an error: format detection ("is this that
+    shape?" of bytes no reader has checked yet; the reader chosen reports the error), and a
+    reader's strict one-pass view of the usual body, whose refusal sends the body to the
+    lenient layered reading that reports whatever is wrong.
     """
     try:
         return decoder_for(view).decode(data)
