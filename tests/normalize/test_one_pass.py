@@ -252,20 +252,21 @@ TOOL_CALLS = st.one_of(
 )
 
 
+TEXT_FIELDS: dict[str, st.SearchStrategy[Any]] = {
+    "content": ODD_VALUES,
+    "refusal": ODD_VALUES,
+    "reasoning_content": ODD_VALUES,
+    "reasoning": ODD_VALUES,
+    "reasoning_details": ODD_VALUES,
+    "extra_content": st.one_of(ODD_VALUES, st.just({"google": {"thought": True}})),
+}
+"""A message's text members, each absent or of any shape."""
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.fixed_dictionaries(
-        {},
-        optional={
-            "content": ODD_VALUES,
-            "refusal": ODD_VALUES,
-            "reasoning_content": ODD_VALUES,
-            "reasoning": ODD_VALUES,
-            "reasoning_details": ODD_VALUES,
-            "tool_calls": TOOL_CALLS,
-            "function_call": FUNCTIONS,
-            "extra_content": st.one_of(ODD_VALUES, st.just({"google": {"thought": True}})),
-        },
+        {}, optional={**TEXT_FIELDS, "tool_calls": TOOL_CALLS, "function_call": FUNCTIONS}
     ),
     st.sampled_from(sorted(MESSAGE_READERS)),
 )
@@ -283,17 +284,7 @@ def test_messages_of_odd_shapes_read_the_same_in_one_pass(
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.fixed_dictionaries(
-        {},
-        optional={
-            "content": ODD_VALUES,
-            "refusal": ODD_VALUES,
-            "reasoning_content": ODD_VALUES,
-            "reasoning": ODD_VALUES,
-            "reasoning_details": ODD_VALUES,
-            "extra_content": st.one_of(ODD_VALUES, st.just({"google": {"thought": True}})),
-        },
-    ),
+    st.fixed_dictionaries({}, optional=TEXT_FIELDS),
     st.sampled_from(sorted(MESSAGE_READERS)),
 )
 @example({"content": "a", "reasoning_content": 1, "reasoning": "r"}, "openai_chat")
