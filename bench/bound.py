@@ -1,4 +1,4 @@
-"""The least work a normalizer of Gemini and Chat bodies can do and still keep the record's
+"""The least work a normalizer of each format's bodies can do and still keep the record's
 guarantees, for the throughput bench to measure beside the floor.
 
 Plain decode + encode (the floor) reads every byte once and writes it once. A record reads and

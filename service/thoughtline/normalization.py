@@ -6,7 +6,9 @@ stream chunk). No I/O, clocks or logging.
 
 Every payload passes the same checks first (`payload.check_payload`: size, empty, UTF-8,
 known format, meta); `format_detection.classify` says whether it is one body or a recorded
-stream, and of which format when none was given.
+stream, and of which format when none was given. With a format given (the usual entry) the
+format's body reader reads it at once, and only a payload it refuses is looked at as a recorded
+stream: no body reader takes SSE, a JSON array or JSON lines (a test holds every reader to it).
 """
 
 from __future__ import annotations
