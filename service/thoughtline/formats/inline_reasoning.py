@@ -736,26 +736,29 @@ class _Scanner:
     # outside any block --------------------------------------------------------------------
 
     def _in_text(self) -> None:
-        text, position = self._text, self._position
-        match = find_marker(text, _TEXT_SEARCH, position, self._found)
-        if match is None:
-            self._emit_up_to(self._safe_end(position))
-            return
-        start = match.start()
-        if not self._final and len(text) - start < _LONGEST_MARKER:
-            self._emit_up_to(start)
-            raise _NeedMoreTextError
-        # The text before the marker stays as it is (the next step would find this marker
-        # again at once, so it is read here).
-        self._emit_up_to(start)
-        matched = match.group()
-        first = matched[0]
-        if first == "`":
-            self._backtick_run(match)
-        elif first == "~":
-            self._tilde_run(match)
-        else:
-            self._marker(match)
+        """Markers and code runs one after another, until the mode changes or the text is
+        read (what the driver's loop would do, without its round per code span)."""
+        text, final, found = self._text, self._final, self._found
+        while True:
+            position = self._position
+            match = find_marker(text, _TEXT_SEARCH, position, found)
+            if match is None:
+                self._emit_up_to(self._safe_end(position))
+                return
+            start = match.start()
+            if not final and len(text) - start < _LONGEST_MARKER:
+                self._emit_up_to(start)
+                raise _NeedMoreTextError
+            self._position = start  # the text before the marker stays as it is
+            first = text[start]
+            if first == "`":
+                self._backtick_run(match)
+            elif first == "~":
+                self._tilde_run(match)
+            else:
+                self._marker(match)
+            if self._mode != "text" or self._position >= len(text):
+                return
 
     def _safe_end(self, position: int) -> int:
         """Where text with no marker may be emitted up to: all of it, or (live) up to a
@@ -941,7 +944,8 @@ class _Scanner:
 
     def _backtick_run(self, match: re.Match[str]) -> None:
         text, start, end = self._text, match.start(), match.end()
-        self._need(end < len(text))  # the run may go on
+        if end == len(text) and not self._final:
+            raise _NeedMoreTextError  # the run may go on
         length = end - start
         if length >= 3 and self._at_line_start(start):
             line_end = text.find("\n", end)
@@ -949,6 +953,17 @@ class _Scanner:
             rest_of_line = text[end : line_end if line_end >= 0 else len(text)]
             if "`" not in rest_of_line:
                 self._open_fence("`", length, line_end)
+                return
+        if self._final:
+            # Most spans close with the next run: one look, no table. Only a run with no
+            # partner there builds the table (once), so runs that never pair stay linear.
+            at = text.find("`", end)
+            if at < 0:  # no partner: the run is literal text
+                self._position = end
+                return
+            run = _BACKTICK_RUN.match(text, at)
+            if run is not None and run.end() - at == length:
+                self._position = run.end()
                 return
         partner = self._next_backtick_run(length, end)
         if partner < 0:  # no partner: the run is literal text
@@ -959,15 +974,6 @@ class _Scanner:
     def _next_backtick_run(self, length: int, start: int) -> int:
         """Where the next run of exactly `length` backticks starts, or -1 (final) when none."""
         if self._final:
-            # Most spans close with the next run: one search, no table. Only a run with no
-            # partner there builds the table (once), so a text of runs that never pair stays
-            # linear.
-            found = self._text.find("`", start)
-            if found < 0:
-                return -1
-            run = _BACKTICK_RUN.match(self._text, found)
-            if run is not None and run.end() - found == length:
-                return found
             if self._backticks is None:
                 self._backticks = {}
                 for run in _BACKTICK_RUN.finditer(self._text, start):
