@@ -503,11 +503,17 @@ class _SearchState:
 
     __slots__ = ("matches", "nearest", "part", "rest")
 
-    def __init__(self, matches: list[re.Match[str] | None]) -> None:
+    def __init__(
+        self,
+        matches: list[re.Match[str] | None],
+        nearest: re.Match[str] | None,
+        part: int,
+        rest: re.Match[str] | None,
+    ) -> None:
         self.matches = matches
-        self.nearest: re.Match[str] | None = None
-        self.part = 0
-        self.rest: re.Match[str] | None = None
+        self.nearest = nearest
+        self.part = part
+        self.rest = rest
 
 
 def find_marker(
@@ -519,10 +525,23 @@ def find_marker(
     match, so each is searched about once per match it has, and while one part keeps giving
     the nearest match (the backtick runs of code spans) a step costs one search of it."""
     state = memo.get(search.slot)
-    if state is None:
-        state = memo[search.slot] = _SearchState(
-            [_part_search(text, part, position) for part in search.parts]
-        )
+    if state is None:  # the first search of this text: every part, in one walk (a live
+        # text is searched anew on every run, so this walk is its usual step)
+        matches: list[re.Match[str] | None] = []
+        nearest = rest = None
+        part = 0
+        for index, (prefix, pattern) in enumerate(search.parts):
+            at = text.find(prefix, position)
+            found = pattern.search(text, at) if at >= 0 else None
+            matches.append(found)
+            if found is None:
+                continue
+            if nearest is None or found.start() < nearest.start():
+                rest, nearest, part = nearest, found, index
+            elif rest is None or found.start() < rest.start():
+                rest = found
+        memo[search.slot] = _SearchState(matches, nearest, part, rest)
+        return nearest
     else:
         nearest = state.nearest
         if nearest is None:  # no match was left
@@ -541,7 +560,7 @@ def find_marker(
     nearest = rest = None
     part = 0
     matches = state.matches
-    for index, found in enumerate(matches):
+    for index, found in enumerate(matches):  # some part's match was passed: walk them all
         if found is not None and found.start() < position:
             found = matches[index] = _part_search(text, search.parts[index], position)
         if found is None:
