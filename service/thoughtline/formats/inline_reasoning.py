@@ -205,6 +205,8 @@ _ROLES_LITERALS: Final = (
     + TOOL_CALL_MARKERS
 )
 _MARKERS: Final = _marker_pattern(_ROLES_LITERALS)
+"""Every marker and code run as one pattern: what `_TEXT_SEARCH` finds, split by first
+character (the scanner searches the split one; a test holds the two equal)."""
 _CANDIDATES: Final = tuple(sorted({marker[0] for marker in _ROLES_LITERALS} | {"`", "~"}))
 """Every character a delimiter, a code run or a wrapper starts with (`_plain_extraction` spells them
 out: a test keeps the two the same)."""
@@ -285,6 +287,7 @@ def _closer_pattern(dialect: Dialect) -> re.Pattern[str]:
 
 
 _BLOCK_END: Final = {dialect.name: _block_end_pattern(dialect) for dialect in DIALECTS}
+"""As one pattern per dialect, what `_BLOCK_END_SEARCH` finds (a test holds the two equal)."""
 
 
 def _block_end_searches(dialect: Dialect) -> tuple[tuple[str, re.Pattern[str], int], ...]:
