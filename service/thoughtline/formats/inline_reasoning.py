@@ -519,6 +519,10 @@ class _SearchState:
         self.rest = rest
 
 
+_NO_MATCH_LEFT: Final = _SearchState([], None, 0, None)
+"""The state of a search with no match left in its text (its matches are never read)."""
+
+
 def find_marker(
     text: str, search: _Search, position: int, memo: dict[int, _SearchState]
 ) -> re.Match[str] | None:
@@ -543,7 +547,10 @@ def find_marker(
                 rest, nearest, part = nearest, found, index
             elif rest is None or found.start() < rest.start():
                 rest = found
-        memo[search.slot] = _SearchState(matches, nearest, part, rest)
+        # With no match at all (most live runs) the one shared empty state does.
+        memo[search.slot] = (
+            _SearchState(matches, nearest, part, rest) if nearest is not None else _NO_MATCH_LEFT
+        )
         return nearest
     else:
         nearest = state.nearest
