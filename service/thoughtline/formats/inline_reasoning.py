@@ -248,7 +248,7 @@ def _split_search(parts: Iterable[tuple[str, re.Pattern[str]]]) -> _Search:
 
 
 _TEXT_SEARCH: Final = _split_search(
-    (*_DIALECT_MARKER_SEARCHES, ("`", re.compile(r"``*")), ("~~~", re.compile(r"~~~~*")))
+    (*_DIALECT_MARKER_SEARCHES, ("`", re.compile(r"``*")), ("~", re.compile(r"~~~~*")))
 )
 """`_MARKERS` (delimiters and code runs) split by first character, for `find_marker`."""
 _LONGEST_MARKER: Final = max(len(marker) for marker in _ROLES_LITERALS) + len("thought\r\n")
@@ -320,7 +320,8 @@ _CLOSER: Final = {dialect.name: _closer_pattern(dialect) for dialect in DIALECTS
 _PHRASES: Final = tuple(dialect for dialect in DIALECTS if dialect.kind == "phrase")
 _CODE_START: Final = re.compile(r"`|~~~")
 _BACKTICK_RUN: Final = re.compile(r"``*")  # a literal first: the engine skips to it in C
-_TILDE_RUN: Final = re.compile(r"~~*")
+_FENCE_RUNS: Final = {"`": re.compile(r"````*"), "~": re.compile(r"~~~~*")}
+"""Runs of three or more of a fence's character (each starts with a literal)."""
 _NON_SPACE: Final = re.compile(r"\S")
 _GEMMA: Final = next(dialect for dialect in DIALECTS if dialect.name == "gemma")
 _THOUGHT_LABEL: Final = "thought"
@@ -594,14 +595,17 @@ def _part_search(
 def closing_fence(text: str, position: int, character: str, length: int) -> tuple[int, int] | None:
     """The first line that starts at or after `position` and opens (after up to three spaces)
     with a run of at least `length` of `character` (a fence's closing line): where the line
-    starts and where the run ends, or None. `find` jumps from one run of three to the next,
-    at memchr speed, and only those are checked; the lines of code between cost nothing."""
-    run_pattern = _BACKTICK_RUN if character == "`" else _TILDE_RUN
-    at = text.find(character * 3, position)
+    starts and where the run ends, or None. `find` of the one character (memchr speed; a
+    longer needle is far slower) jumps to where a run of three may start, the regex engine
+    finds it from there, and only such runs are checked: the lines of code between cost
+    nothing in Python."""
+    run_pattern = _FENCE_RUNS[character]
+    at = text.find(character, position)
     while at >= 0:
-        run = run_pattern.match(text, at)
-        assert run is not None
-        end = run.end()
+        run = run_pattern.search(text, at)
+        if run is None:
+            return None
+        at, end = run.span()
         line_start = at
         while line_start > 0 and at - line_start < 3 and text[line_start - 1] == " ":
             line_start -= 1
@@ -611,7 +615,7 @@ def closing_fence(text: str, position: int, character: str, length: int) -> tupl
             and end - at >= length
         ):
             return line_start, end
-        at = text.find(character * 3, end)
+        at = text.find(character, end)
     return None
 
 
