@@ -1,10 +1,10 @@
-"""The scanner's candidate search finds what a plain `pattern.search` finds.
+"""The scanner's split search finds what a plain `pattern.search` finds.
 
-`find_marker` jumps between candidate characters with `str.find` instead of letting the
-regex engine scan (much slower on one-byte text); a skipped candidate would let a delimiter
-through as text. Over texts dense in candidate characters and marker fragments, for the marker
-pattern and every dialect's block-end pattern, from every start position, it gives the same
-match as the regex's own search.
+`find_marker` searches a pattern split by first character, part by part, remembering each
+part's next match; a part searched too rarely, or a match remembered too long, would let a
+delimiter through as text. Over texts dense in candidate characters and marker fragments, for
+the marker pattern and every dialect's block-end pattern, from every start position, it gives
+the same match as the whole pattern's own search.
 """
 
 from __future__ import annotations
@@ -27,22 +27,25 @@ FRAGMENTS = sorted(
 )
 
 PATTERNS = [
-    (inline_reasoning._MARKERS, inline_reasoning._CANDIDATES),
+    (inline_reasoning._MARKERS, inline_reasoning._TEXT_SEARCH),
     *(
-        (inline_reasoning._BLOCK_END[dialect.name], inline_reasoning._BLOCK_END_CANDIDATES)
+        (
+            inline_reasoning._BLOCK_END[dialect.name],
+            inline_reasoning._BLOCK_END_SEARCH[dialect.name],
+        )
         for dialect in DIALECTS
     ),
 ]
 
 
-def searched(text: str, pattern: re.Pattern[str], candidates: tuple[str, ...]) -> list[object]:
-    """Every match `find_marker` gives, walking the text the way the scanner does (one table
-    of next positions for the whole walk)."""
-    next_at: dict[str, int] = {}
+def searched(text: str, search: inline_reasoning._Search) -> list[object]:
+    """Every match `find_marker` gives, walking the text the way the scanner does (one memo
+    for the whole walk)."""
+    memo: dict[int, inline_reasoning._SearchState] = {}
     found: list[object] = []
     position = 0
     while position <= len(text):
-        match = inline_reasoning.find_marker(text, pattern, position, candidates, next_at)
+        match = inline_reasoning.find_marker(text, search, position, memo)
         if match is None:
             break
         found.append((match.start(), match.group()))
@@ -68,8 +71,8 @@ def expected(text: str, pattern: re.Pattern[str]) -> list[object]:
 @example("<<think>a</think>")
 @example("[X] and [y] then [THINK]a[/THINK] and <b> then </think>")
 def test_the_candidate_search_finds_what_the_regex_finds(text: str) -> None:
-    for pattern, candidates in PATTERNS:
-        assert searched(text, pattern, candidates) == expected(text, pattern)
+    for pattern, search in PATTERNS:
+        assert searched(text, search) == expected(text, pattern)
 
 
 LEADS = ["", "<think>", "[THINK]", "<|channel>thought\n", "  <think>\n", "</think>", "reasoning "]
@@ -91,3 +94,60 @@ def test_the_shortcuts_give_what_the_scanner_gives(lead: str, rest: str, label: 
     assert inline_reasoning.extract(text, thought_label=label) == inline_reasoning.scan(
         text, thought_label=label
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join),
+    st.lists(st.integers(min_value=0, max_value=30), max_size=20),
+)
+@example("<think>[THINK]`x`<think>", [20])
+def test_the_split_search_follows_positions_that_jump(text: str, steps: list[int]) -> None:
+    """The scanner's positions jump over several matches at once (a code span, a block); from
+    each position reached, the remembered matches give what a fresh search gives."""
+    for pattern, search in PATTERNS:
+        memo: dict[int, inline_reasoning._SearchState] = {}
+        position = 0
+        for step in [0, *steps]:
+            position = min(position + step, len(text))
+            match = inline_reasoning.find_marker(text, search, position, memo)
+            fresh = pattern.search(text, position)
+            assert (match and (match.start(), match.group())) == (
+                fresh and (fresh.start(), fresh.group())
+            )
+
+
+FENCE_FRAGMENTS = ["`", "```", "````", "~", "~~~", "~~~~", " ", "  ", "    ", "\n", "\r", "x", "é"]
+FENCE_LINE = re.compile(r"(?m)^ {0,3}(`{3,}|~{3,})")
+"""What a closing fence line is, as one pattern: the regex `closing_fence` must agree with."""
+
+
+def closing_fence_by_pattern(
+    text: str, position: int, character: str, length: int
+) -> tuple[int, int] | None:
+    for line in FENCE_LINE.finditer(text, position):
+        run = line.group(1)
+        if run[0] == character and len(run) >= length:
+            return line.start(), line.end()
+    return None
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(FENCE_FRAGMENTS), max_size=30).map("".join),
+    st.integers(min_value=0, max_value=40),
+    st.sampled_from("`~"),
+    st.integers(min_value=3, max_value=5),
+)
+@example("```\n   ```x", 3, "`", 3)
+@example("x\n    ```\n ````", 0, "`", 4)
+@example("x\n    ~~~", 0, "~", 3)
+@example("x\n   ```", 3, "`", 3)
+@example("````", 2, "`", 3)
+def test_the_closing_fence_is_the_line_the_pattern_finds(
+    text: str, position: int, character: str, length: int
+) -> None:
+    position = min(position, len(text))
+    assert inline_reasoning.closing_fence(
+        text, position, character, length
+    ) == closing_fence_by_pattern(text, position, character, length)

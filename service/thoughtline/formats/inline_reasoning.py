@@ -23,14 +23,16 @@ The rules (docs/inline-reasoning.md has them in full, with examples):
   leaves one space where it would glue two non-space characters, and content is trimmed at its
   ends when anything was removed.
 
-Time is linear in the text on every input: candidates are found by one compiled pattern (a
-text with no candidate character costs one scan), each backtick run is paired at most once, and
-a live stream that must wait re-scans only after what is waiting has doubled.
+Time is linear in the text on every input: markers are found by one pattern per first
+character, each searched again only once the scan has passed its last match (a text with no
+candidate character costs one scan), each backtick run is paired at most once, and a live
+stream that must wait re-scans only after what is waiting has doubled.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal, NamedTuple
@@ -162,7 +164,9 @@ def _alternative(marker: str) -> str:
 
 
 def _marker_pattern(literals: Iterable[str], *, code_runs: bool = True) -> re.Pattern[str]:
-    markers = sorted(set(literals), key=len, reverse=True)  # the longest match wins
+    # The longest match wins; ties keep their order, so a pattern split by first character
+    # tries its markers in the order the whole pattern does.
+    markers = sorted(dict.fromkeys(literals), key=len, reverse=True)
     angle = [marker for marker in markers if marker.startswith("<")]
     others = [marker for marker in markers if not marker.startswith("<")]
     alternatives = [_angle_alternative(angle)] if angle else []
@@ -201,21 +205,11 @@ _ROLES_LITERALS: Final = (
     + TOOL_CALL_MARKERS
 )
 _MARKERS: Final = _marker_pattern(_ROLES_LITERALS)
+"""Every marker and code run as one pattern: what `_TEXT_SEARCH` finds, split by first
+character (the scanner searches the split one; a test holds the two equal)."""
 _CANDIDATES: Final = tuple(sorted({marker[0] for marker in _ROLES_LITERALS} | {"`", "~"}))
 """Every character a delimiter, a code run or a wrapper starts with (`_plain_extraction` spells them
 out: a test keeps the two the same)."""
-_BLOCK_END_CANDIDATES: Final = tuple(
-    sorted(
-        {
-            closer[0]
-            for dialect in DIALECTS
-            if dialect.kind != "phrase"
-            for closer in dialect.closers
-        }
-        | {marker[0] for marker in TOOL_CALL_MARKERS}
-    )
-)
-"""Every character a block's end can start with (phrase blocks are read whole at the start)."""
 _CANDIDATE: Final = re.compile("[" + re.escape("".join(_CANDIDATES)) + "]")
 _MARKER_FIRST_CHARACTERS: Final = frozenset(marker[0] for marker in _ROLES_LITERALS)
 _DIALECT_MARKER_SEARCHES: Final = tuple(
@@ -232,6 +226,31 @@ _DIALECT_MARKER_SEARCHES: Final = tuple(
 code runs): each pattern starts with one literal character, so the regex engine's search skips
 to the next occurrence of it in C and tries the marker there, with no Python step per `<` of an
 HTML or code answer. `_MARKERS` with the code runs left out, split by first character."""
+
+
+class _Search(NamedTuple):
+    """A pattern split by the first character of its matches (every match starts with a
+    literal one), each part with the literal text all its matches start with: `str.find`
+    (memchr speed, far faster than the regex engine's scan) jumps to the first place the part
+    may match, and the part's search goes on from there in C, so no Python step is spent per
+    `<` of an HTML answer or per `[` of a Markdown link. `slot` names its place in a search
+    memo (see `find_marker`)."""
+
+    slot: int
+    parts: tuple[tuple[str, re.Pattern[str]], ...]
+
+
+_search_slots: Final = itertools.count()
+
+
+def _split_search(parts: Iterable[tuple[str, re.Pattern[str]]]) -> _Search:
+    return _Search(next(_search_slots), tuple(parts))
+
+
+_TEXT_SEARCH: Final = _split_search(
+    (*_DIALECT_MARKER_SEARCHES, ("`", re.compile(r"``*")), ("~", re.compile(r"~~~~*")))
+)
+"""`_MARKERS` (delimiters and code runs) split by first character, for `find_marker`."""
 _LONGEST_MARKER: Final = max(len(marker) for marker in _ROLES_LITERALS) + len("thought\r\n")
 """How far before the end of a live text a marker may still be growing."""
 
@@ -268,6 +287,7 @@ def _closer_pattern(dialect: Dialect) -> re.Pattern[str]:
 
 
 _BLOCK_END: Final = {dialect.name: _block_end_pattern(dialect) for dialect in DIALECTS}
+"""As one pattern per dialect, what `_BLOCK_END_SEARCH` finds (a test holds the two equal)."""
 
 
 def _block_end_searches(dialect: Dialect) -> tuple[tuple[str, re.Pattern[str], int], ...]:
@@ -287,15 +307,21 @@ def _block_end_searches(dialect: Dialect) -> tuple[tuple[str, re.Pattern[str], i
 
 
 _BLOCK_END_SEARCHES: Final = {dialect.name: _block_end_searches(dialect) for dialect in DIALECTS}
+_BLOCK_END_SEARCH: Final = {
+    name: _split_search((character, pattern) for character, pattern, _ in searches)
+    for name, searches in _BLOCK_END_SEARCHES.items()
+}
+"""`_BLOCK_END` of each dialect, for `find_marker`."""
 _CLOSER_KEYS: Final = {
     dialect.name: frozenset(_key(closer, dialect.kind) for closer in dialect.closers)
     for dialect in DIALECTS
 }
 _CLOSER: Final = {dialect.name: _closer_pattern(dialect) for dialect in DIALECTS}
 _PHRASES: Final = tuple(dialect for dialect in DIALECTS if dialect.kind == "phrase")
-_FENCE_LINE: Final = re.compile(r"(?m)^ {0,3}(`{3,}|~{3,})")
 _CODE_START: Final = re.compile(r"`|~~~")
-_BACKTICK_RUN: Final = re.compile(r"`+")
+_BACKTICK_RUN: Final = re.compile(r"``*")  # a literal first: the engine skips to it in C
+_FENCE_RUNS: Final = {"`": re.compile(r"````*"), "~": re.compile(r"~~~~*")}
+"""Runs of three or more of a fence's character (each starts with a literal)."""
 _NON_SPACE: Final = re.compile(r"\S")
 _GEMMA: Final = next(dialect for dialect in DIALECTS if dialect.name == "gemma")
 _THOUGHT_LABEL: Final = "thought"
@@ -475,51 +501,122 @@ _Mode = Literal["text", "block", "fence"]
 _Stage = Literal["label", "phrase", "scan"]
 
 
+class _SearchState:
+    """One split search over one text: each part's next match (None: it has no more), the
+    nearest of them, the part it came from, and the nearest of the other parts' matches."""
+
+    __slots__ = ("matches", "nearest", "part", "rest")
+
+    def __init__(
+        self,
+        matches: list[re.Match[str] | None],
+        nearest: re.Match[str] | None,
+        part: int,
+        rest: re.Match[str] | None,
+    ) -> None:
+        self.matches = matches
+        self.nearest = nearest
+        self.part = part
+        self.rest = rest
+
+
+_NO_MATCH_LEFT: Final = _SearchState([], None, 0, None)
+"""The state of a search with no match left in its text (its matches are never read)."""
+
+
 def find_marker(
-    text: str,
-    pattern: re.Pattern[str],
-    position: int,
-    candidates: tuple[str, ...],
-    next_at: dict[str, int],
+    text: str, search: _Search, position: int, memo: dict[int, _SearchState]
 ) -> re.Match[str] | None:
-    """`pattern.search(text, position)`, found faster: every match of `pattern` starts with
-    one of `candidates`, so `str.find` (memchr speed) jumps from one such character to the
-    next and the pattern is only tried there. The regex engine's own scan is slower than
-    `find` by two orders of magnitude on text of one byte per character (a class holding
-    `◁` has no fast path), so a `[` of a Markdown link must not hand the rest of the text
-    to it. Each character's next position is remembered: the text is scanned once."""
-    while True:
-        candidate = -1
-        for character in candidates:
-            found = next_at.get(character, position)
-            if 0 <= found < position:
-                found = position
-            if found >= position:
-                found = text.find(character, found)
-                next_at[character] = found
-            if found >= 0 and (candidate < 0 or found < candidate):
-                candidate = found
-        if candidate < 0:
+    """The first match at or after `position` of the pattern `search` splits: the nearest of
+    its parts' matches. Each part's next match stays in `memo` (one per text; the positions
+    asked must not go back): a part is searched again only once `position` has passed its
+    match, so each is searched about once per match it has, and while one part keeps giving
+    the nearest match (the backtick runs of code spans) a step costs one search of it."""
+    state = memo.get(search.slot)
+    if state is None:  # the first search of this text: every part, in one walk (a live
+        # text is searched anew on every run, so this walk is its usual step)
+        matches: list[re.Match[str] | None] = []
+        nearest = rest = None
+        part = 0
+        for index, (prefix, pattern) in enumerate(search.parts):
+            at = text.find(prefix, position)
+            found = pattern.search(text, at) if at >= 0 else None
+            matches.append(found)
+            if found is None:
+                continue
+            if nearest is None or found.start() < nearest.start():
+                rest, nearest, part = nearest, found, index
+            elif rest is None or found.start() < rest.start():
+                rest = found
+        # With no match at all (most live runs) the one shared empty state does.
+        memo[search.slot] = (
+            _SearchState(matches, nearest, part, rest) if nearest is not None else _NO_MATCH_LEFT
+        )
+        return nearest
+    else:
+        nearest = state.nearest
+        if nearest is None:  # no match was left
             return None
-        match = pattern.match(text, candidate)
-        if match is not None:
-            return match
-        # Until another candidate character comes, only this one's next place moves.
-        character = text[candidate]
-        bound = len(text)
-        for other in candidates:
-            found = next_at.get(other, -1)
-            if other != character and 0 <= found < bound:
-                bound = found
-        while True:
-            candidate_next = text.find(character, candidate + 1, bound)
-            if candidate_next < 0:
-                break
-            candidate = candidate_next
-            match = pattern.match(text, candidate)
-            if match is not None:
-                return match
-        position = candidate + 1
+        if nearest.start() >= position:
+            return nearest
+        # The nearest's part is searched on (the full walk below would search it too); its
+        # next match is the nearest again when it comes before every other part's match.
+        rest = state.rest
+        prefix, pattern = search.parts[state.part]  # `_part_search`, inlined: the usual step
+        at = text.find(prefix, position)
+        found = state.matches[state.part] = pattern.search(text, at) if at >= 0 else None
+        if found is not None and (rest is None or found.start() < rest.start()):
+            state.nearest = found
+            return found
+    nearest = rest = None
+    part = 0
+    matches = state.matches
+    for index, found in enumerate(matches):  # some part's match was passed: walk them all
+        if found is not None and found.start() < position:
+            found = matches[index] = _part_search(text, search.parts[index], position)
+        if found is None:
+            continue
+        if nearest is None or found.start() < nearest.start():
+            rest, nearest, part = nearest, found, index
+        elif rest is None or found.start() < rest.start():
+            rest = found
+    state.nearest, state.part, state.rest = nearest, part, rest
+    return nearest
+
+
+def _part_search(
+    text: str, part: tuple[str, re.Pattern[str]], position: int
+) -> re.Match[str] | None:
+    prefix, pattern = part
+    found = text.find(prefix, position)
+    return pattern.search(text, found) if found >= 0 else None
+
+
+def closing_fence(text: str, position: int, character: str, length: int) -> tuple[int, int] | None:
+    """The first line that starts at or after `position` and opens (after up to three spaces)
+    with a run of at least `length` of `character` (a fence's closing line): where the line
+    starts and where the run ends, or None. `find` of the one character (memchr speed; a
+    longer needle is far slower) jumps to where a run of three may start, the regex engine
+    finds it from there, and only such runs are checked: the lines of code between cost
+    nothing in Python."""
+    run_pattern = _FENCE_RUNS[character]
+    at = text.find(character, position)
+    while at >= 0:
+        run = run_pattern.search(text, at)
+        if run is None:
+            return None
+        at, end = run.span()
+        line_start = at
+        while line_start > 0 and at - line_start < 3 and text[line_start - 1] == " ":
+            line_start -= 1
+        if (
+            line_start >= position
+            and (line_start == 0 or text[line_start - 1] == "\n")
+            and end - at >= length
+        ):
+            return line_start, end
+        at = text.find(character, end)
+    return None
 
 
 class _Scanner:
@@ -552,7 +649,7 @@ class _Scanner:
         self._text = ""
         self._position = 0
         self._text_from = 0
-        self._next_at: dict[str, int] = {}
+        self._found: dict[int, _SearchState] = {}
         self._next_match_at: dict[str, int] = {}
         self._final = False
         self._backticks: dict[int, list[int]] | None = None
@@ -563,7 +660,7 @@ class _Scanner:
     def run(self, text: str, final: bool) -> int:
         self._text, self._position, self._final = text, 0, final
         self._text_from = 0
-        self._next_at = {}
+        self._found = {}
         self._next_match_at = {}
         self._backticks = None
         try:
@@ -672,26 +769,29 @@ class _Scanner:
     # outside any block --------------------------------------------------------------------
 
     def _in_text(self) -> None:
-        text, position = self._text, self._position
-        match = find_marker(text, _MARKERS, position, _CANDIDATES, self._next_at)
-        if match is None:
-            self._emit_up_to(self._safe_end(position))
-            return
-        start = match.start()
-        if not self._final and len(text) - start < _LONGEST_MARKER:
-            self._emit_up_to(start)
-            raise _NeedMoreTextError
-        if start > position:
-            self._emit_up_to(start)
-            return
-        matched = match.group()
-        first = matched[0]
-        if first == "`":
-            self._backtick_run(match)
-        elif first == "~":
-            self._tilde_run(match)
-        else:
-            self._marker(match)
+        """Markers and code runs one after another, until the mode changes or the text is
+        read (what the driver's loop would do, without its round per code span)."""
+        text, final, found = self._text, self._final, self._found
+        while True:
+            position = self._position
+            match = find_marker(text, _TEXT_SEARCH, position, found)
+            if match is None:
+                self._emit_up_to(self._safe_end(position))
+                return
+            start = match.start()
+            if not final and len(text) - start < _LONGEST_MARKER:
+                self._emit_up_to(start)
+                raise _NeedMoreTextError
+            self._position = start  # the text before the marker stays as it is
+            first = text[start]
+            if first == "`":
+                self._backtick_run(match)
+            elif first == "~":
+                self._tilde_run(match)
+            else:
+                self._marker(match)
+            if self._mode != "text" or self._position >= len(text):
+                return
 
     def _safe_end(self, position: int) -> int:
         """Where text with no marker may be emitted up to: all of it, or (live) up to a
@@ -877,7 +977,8 @@ class _Scanner:
 
     def _backtick_run(self, match: re.Match[str]) -> None:
         text, start, end = self._text, match.start(), match.end()
-        self._need(end < len(text))  # the run may go on
+        if end == len(text) and not self._final:
+            raise _NeedMoreTextError  # the run may go on
         length = end - start
         if length >= 3 and self._at_line_start(start):
             line_end = text.find("\n", end)
@@ -885,6 +986,17 @@ class _Scanner:
             rest_of_line = text[end : line_end if line_end >= 0 else len(text)]
             if "`" not in rest_of_line:
                 self._open_fence("`", length, line_end)
+                return
+        if self._final:
+            # Most spans close with the next run: one look, no table. Only a run with no
+            # partner there builds the table (once), so runs that never pair stay linear.
+            at = text.find("`", end)
+            if at < 0:  # no partner: the run is literal text
+                self._position = end
+                return
+            run = _BACKTICK_RUN.match(text, at)
+            if run is not None and run.end() - at == length:
+                self._position = run.end()
                 return
         partner = self._next_backtick_run(length, end)
         if partner < 0:  # no partner: the run is literal text
@@ -939,14 +1051,13 @@ class _Scanner:
 
     def _in_fence(self) -> None:
         text, position = self._text, self._position
-        for line in _FENCE_LINE.finditer(text, position):
-            run = line.group(1)
-            if run[0] != self._fence_character or len(run) < self._fence_length:
-                continue
-            if line.end() == len(text) and not self._final:
-                self._emit_up_to(line.start())
+        closing = closing_fence(text, position, self._fence_character, self._fence_length)
+        if closing is not None:
+            line_start, end = closing
+            if end == len(text) and not self._final:
+                self._emit_up_to(line_start)
                 raise _NeedMoreTextError
-            self._literal(line.end())
+            self._literal(end)
             self._mode = "text"
             return
         if self._final:
@@ -961,9 +1072,7 @@ class _Scanner:
     def _in_block(self) -> None:
         assert self._block is not None
         text, position, dialect = self._text, self._position, self._block
-        match = find_marker(
-            text, _BLOCK_END[dialect.name], position, _BLOCK_END_CANDIDATES, self._next_at
-        )
+        match = find_marker(text, _BLOCK_END_SEARCH[dialect.name], position, self._found)
         if match is None:
             if self._final:
                 self._think_up_to(len(text))
@@ -1128,7 +1237,7 @@ def _one_leading_block(text: str, match: re.Match[str]) -> InlineExtraction | No
         or not text.startswith(closer, closer_at)
         or _other_block_end_before(text, dialect, closer[0], inner_start, closer_at)
     ):
-        end = find_marker(text, _BLOCK_END[dialect.name], inner_start, _BLOCK_END_CANDIDATES, {})
+        end = find_marker(text, _BLOCK_END_SEARCH[dialect.name], inner_start, {})
         if end is None or end.group() != closer:
             return None
         closer_at = end.start()
