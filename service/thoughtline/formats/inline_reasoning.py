@@ -208,8 +208,8 @@ _MARKERS: Final = _marker_pattern(_ROLES_LITERALS)
 """Every marker and code run as one pattern: what `_TEXT_SEARCH` finds, split by first
 character (the scanner searches the split one; a test holds the two equal)."""
 _CANDIDATES: Final = tuple(sorted({marker[0] for marker in _ROLES_LITERALS} | {"`", "~"}))
-"""Every character a delimiter, a code run or a wrapper starts with (`_plain_extraction` spells them
-out: a test keeps the two the same)."""
+"""Every character a delimiter, a code run or a wrapper starts with (for the live scanner's
+look at a tail that may still grow into a marker)."""
 _CANDIDATE: Final = re.compile("[" + re.escape("".join(_CANDIDATES)) + "]")
 _MARKER_FIRST_CHARACTERS: Final = frozenset(marker[0] for marker in _ROLES_LITERALS)
 _DIALECT_MARKER_SEARCHES: Final = tuple(
@@ -1230,7 +1230,8 @@ def _one_leading_block(text: str, match: re.Match[str]) -> InlineExtraction | No
     # The closer, as written in the dialect's table, must be the first thing after the opener
     # that can end a block (what the scanner's block reading looks for); anything else there
     # (a closer in another case, a tool-call marker) and the scanner decides. Usually the first
-    # character a block's end can start with opens the closer: a few bounded finds say so.
+    # character a block's end can start with opens the closer: one find and a search per other
+    # first character say so.
     closer_at = text.find(closer[0], inner_start)
     if (
         closer_at < 0
