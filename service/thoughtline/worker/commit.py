@@ -200,7 +200,7 @@ class GroupVanishedError(Exception):
 
 def committed_key(settings: Settings) -> str:
     """The sorted set of what the commit script committed (see the module's docstring)."""
-    return f"{settings.input_stream}:committed"
+    return settings.keys().committed
 
 
 class Committer:
@@ -219,7 +219,8 @@ class Committer:
 
     def __init__(self, client: RedisClient, settings: Settings) -> None:
         self._script = client.register_script(COMMIT_SCRIPT)
-        self._keys = [*settings.stream_keys(), committed_key(settings)]
+        partition = settings.keys()
+        self._keys = [*partition.streams, partition.committed]
         self._key_index = {key: str(index + 1).encode() for index, key in enumerate(self._keys)}
         self._group = settings.group.encode()
         self.refusal: str | None = None

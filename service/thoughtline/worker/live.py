@@ -184,8 +184,8 @@ class LiveKeys(NamedTuple):
 
 
 def live_keys(settings: Settings, stream: str) -> LiveKeys:
-    base = f"{settings.input_stream}:live"
-    return LiveKeys(f"{base}:state:{stream}", f"{base}:parked:{stream}", f"{base}:open")
+    keys = settings.keys()
+    return LiveKeys(keys.live_state(stream), keys.live_parked(stream), keys.live_open_set)
 
 
 def is_live(fields: Fields) -> bool:

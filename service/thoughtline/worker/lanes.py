@@ -1,0 +1,113 @@
+"""A worker's share of one partition: its own reader, reclaimer, committer and live handler.
+
+Every worker reads every partition (docs/partitions.md says why: the consumer group already
+shares a partition's entries among the workers, so no assignment has to be agreed, rebalanced
+or recovered when a worker dies, and a partition is never left without a reader). Each
+partition is a `Lane`: FastStream reads it with a subscriber of its own, and its batches commit
+through a `BatchHandler` of its own (one commit in flight per partition), so a slow partition,
+or one whose writes Redis refuses, never holds up another.
+
+The metadata hash (`thoughtline.partitions.metadata_fields`) is written by every worker at
+start, in one script (`METADATA_SCRIPT`), so that producers and consumers in any language find
+the streams: the current count, and every count whose partitions still hold entries to finish
+(`layouts`). A worker reads the partitions of every count listed there, so entries published
+under an earlier count are drained (docs/partitions.md, "Changing N").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from thoughtline.partitions import PartitionKeys, metadata_fields, parse_layouts
+from thoughtline.worker.batches import BatchHandler
+from thoughtline.worker.connections import RedisClient
+from thoughtline.worker.health import ReadinessProblems
+from thoughtline.worker.live import LiveHandler
+from thoughtline.worker.reclaim import Reclaimer
+from thoughtline.worker.settings import Settings
+
+METADATA_SCRIPT: Final = """
+-- KEYS[1]: the metadata hash. ARGV[1]: this worker's count; ARGV[2]: 1 if a hash must be
+-- written even when none exists (more than one partition); ARGV[3..]: field/value pairs for
+-- that count, without `layouts`. Returns the layouts now listed (comma-separated).
+local existing = redis.call('HGET', KEYS[1], 'layouts')
+if not existing and ARGV[2] ~= '1' then
+  return ''
+end
+local seen = {}
+local counts = {}
+for count in string.gmatch((existing or '') .. ',' .. ARGV[1], '%d+') do
+  if not seen[count] then
+    seen[count] = true
+    counts[#counts + 1] = tonumber(count)
+  end
+end
+table.sort(counts)
+local layouts = table.concat(counts, ',')
+redis.call('HSET', KEYS[1], 'layouts', layouts, unpack(ARGV, 3))
+return layouts
+"""
+"""Merges this worker's count into the metadata hash atomically: workers of two counts starting
+at once (a rollout) both end up listed."""
+
+
+@dataclass
+class Lane:
+    """One partition as this worker serves it."""
+
+    keys: PartitionKeys
+    settings: Settings
+    """The worker's settings with this partition's stream names (`Settings.for_partition`)."""
+    reclaimer: Reclaimer
+    live: LiveHandler
+    batches: BatchHandler
+    subscriber: Any
+    """FastStream's reader of the partition's input stream (its `StreamSub` subscriber)."""
+
+
+class ScopedReadiness(ReadinessProblems):
+    """The readiness problems of one partition: set under `<source>:<partition>` in the
+    worker's, so one partition's good commit never clears another's failure."""
+
+    def __init__(self, shared: ReadinessProblems, scope: str) -> None:
+        super().__init__()
+        self._shared = shared
+        self._scope = scope
+
+    def set(self, source: str, problem: str | None) -> None:
+        shown = None if problem is None else f"{self._scope}: {problem}"
+        self._shared.set(f"{source}:{self._scope}", shown)
+
+    def first(self) -> str | None:
+        return self._shared.first()
+
+
+def readiness_for(shared: ReadinessProblems, keys: PartitionKeys) -> ReadinessProblems:
+    """The worker's own problems for the single partition of one count (names unchanged)."""
+    if keys.count == 1:
+        return shared
+    return ScopedReadiness(shared, f"partition {keys.label}")
+
+
+async def write_metadata(client: RedisClient, settings: Settings) -> list[int]:
+    """Merge this worker's partitions into the metadata hash; every count listed after it.
+
+    With one partition and no hash, nothing is written (a deployment that never had more than
+    one partition has no metadata: producers then use the configured names).
+    """
+    base = settings.base_names()
+    count = settings.partitions
+    fields = metadata_fields(base, [count], count)
+    for merged in ("layouts", "all:input", "all:output", "all:dead", "all:deltas"):
+        fields.pop(merged)
+    arguments: list[str] = [str(count), "1" if count > 1 else "0"]
+    for name, value in fields.items():
+        arguments += [name, value]
+    listed = await client.eval(METADATA_SCRIPT, 1, base.metadata_key, *arguments)
+    counts = parse_layouts(listed)
+    if counts:  # the streams of every listed count, for consumers that read them all
+        every = metadata_fields(base, counts, count)
+        lists = {name: value for name, value in every.items() if name.startswith("all:")}
+        await client.hset(base.metadata_key, mapping=lists)  # type: ignore[arg-type]
+    return counts
