@@ -165,8 +165,10 @@ def _check_exactly_once(
     ids: list[str],
     live: list[str],
     dead: list[str],
+    counts: tuple[int, ...] = (),
 ) -> None:
-    layout = _layout(settings)
+    base = settings.base_names()
+    layout = [keys for count in counts or (settings.partitions,) for keys in base.layout(count)]
     records = Counter(_ids(client, layout, "output"))
     assert records == Counter(ids + live), "every entry exactly one record"
     assert sorted(_ids(client, layout, "dead")) == sorted(dead)
@@ -176,9 +178,9 @@ def _check_exactly_once(
             deltas.setdefault(fields[b"id"].decode(), []).append(1)
     for stream in live:
         assert len(deltas[stream]) == len(LIVE_CHUNKS), f"{stream}: one delta per chunk"
-    for keys in layout:  # each in the partition the rule names
+    for keys in layout:  # each in the partition the rule names (of the count it was sent by)
         for _, fields in client.xrange(keys.output):
-            assert partition_of(fields[b"id"], settings.partitions) == keys.index
+            assert partition_of(fields[b"id"], keys.count) == keys.index
 
 
 @pytest.mark.parametrize("partitions", [6, 12])
@@ -280,6 +282,61 @@ def test_failover_and_a_killed_master_lose_and_duplicate_nothing(
     finally:
         workers.stop()
     _check_exactly_once(client, settings, ids, [], [])
+    client.close()
+
+
+def test_growing_from_3_to_6_partitions_under_load_loses_and_duplicates_nothing(
+    three_masters: LocalCluster, tmp_path: Path
+) -> None:
+    """Workers of 3 partitions, a producer publishing entries and live streams without a
+    pause; workers of 6 start and those of 3 stop. The producer moves to 6 partitions when it
+    next reads the metadata, a live stream in flight stays where it started, and the
+    partitions of 3 are drained by the workers of 6."""
+    cluster = three_masters
+    settings = _settings(cluster, 3)
+    grown = settings.model_copy(update={"partitions": 6})
+    client = _client(cluster)
+    log = tmp_path / "workers.log"
+    small, large = Workers(settings, log), Workers(grown, log)
+    metadata = settings.base_names().metadata_key
+    ids = [f"entry-{number}" for number in range(3000)]
+    live = [f"live-{number}" for number in range(4)]
+    try:
+        small.start(2)
+        _wait(lambda: client.hget(metadata, "count") == b"3", "metadata", log)
+        for seq, chunk in enumerate(LIVE_CHUNKS[:2]):  # live streams begin under 3
+            for stream in live:
+                tl.publish_live(client, stream, seq, chunk, format="openai_chat",  # type: ignore[arg-type]
+                                stream=settings.input_stream)  # fmt: skip
+        _publish(client, settings, ids[:1000])
+        large.start(2)
+        _wait(lambda: client.hget(metadata, "count") == b"6", "metadata of 6", log)
+        small.stop()
+        deadline = time.monotonic() + tl.ROUTES_TTL_SECONDS + 1
+        published = 1000
+        while time.monotonic() < deadline or published < 2000:  # the producer sees 6
+            _publish(client, settings, ids[published : published + 50])
+            published += 50
+        for stream in live:  # their last chunk, after the change
+            tl.publish_live(client, stream, 2, LIVE_CHUNKS[2], format="openai_chat",  # type: ignore[arg-type]
+                            final=True, stream=settings.input_stream)  # fmt: skip
+        _publish(client, settings, ids[published:])
+        every = [*settings.base_names().layout(3), *grown.base_names().layout(6)]
+        _wait(
+            lambda: (
+                sum(client.xlen(keys.output) for keys in every) >= len(ids) + len(live)
+                and _pending(client, settings, every) == 0
+            ),
+            "every entry finished",
+            log,
+        )
+    finally:
+        small.stop()
+        large.stop()
+    assert client.hget(metadata, "layouts") == b"3,6"
+    _check_exactly_once(client, settings, ids, live, [], counts=(3, 6))
+    sent_under_6 = sum(client.xlen(keys.input) for keys in grown.base_names().layout(6))
+    assert sent_under_6 > 0, "the producer moved to the partitions of 6"
     client.close()
 
 
