@@ -22,7 +22,7 @@ import thoughtline.client as tl
 from tests.chaos.servers import redis_cli_binary
 from tests.cluster.harness import LocalCluster
 from tests.service.conftest import _no_thoughtline_environment  # noqa: F401 - autouse fixture
-from tests.service.support import serve, wait_exit
+from tests.service.support import running_worker, serve, wait_exit, wait_until
 from thoughtline.cli.demo import sample_files
 from thoughtline.partitions import PartitionKeys, partition_of
 from thoughtline.worker.embedded import redis_server_binary
@@ -337,6 +337,27 @@ def test_growing_from_3_to_6_partitions_under_load_loses_and_duplicates_nothing(
     _check_exactly_once(client, settings, ids, live, [], counts=(3, 6))
     sent_under_6 = sum(client.xlen(keys.input) for keys in grown.base_names().layout(6))
     assert sent_under_6 > 0, "the producer moved to the partitions of 6"
+    client.close()
+
+
+async def test_readiness_and_lag_of_every_partition_on_a_cluster(
+    three_masters: LocalCluster,
+) -> None:
+    """`/readyz` asks each partition's group (`XINFO GROUPS`) and `/metrics` sums their lag: on
+    a cluster both go to the partition's master, with no key lookup round trip."""
+    settings = _settings(three_masters, 6)
+    client = _client(three_masters)
+    layout = _layout(settings)
+    for keys in layout[:2]:
+        client.xadd(keys.input, {"payload": b"{not json", "id": "x"})
+    async with running_worker(settings) as worker:
+        await wait_until(lambda: sum(client.xlen(keys.dead) for keys in layout) == 2, timeout=20)
+        assert await worker._readiness() is None
+        await worker._refresh_lag()
+        assert worker.metrics.stream_lag._value.get() == 0
+        exposition = worker.metrics.exposition().decode()
+        assert 'thoughtline_partition_lag{partition="5/6"} 0.0' in exposition
+    assert three_masters.calls_of("command|getkeys") == 0
     client.close()
 
 
