@@ -216,3 +216,31 @@ async def test_growing_the_count_drains_the_earlier_partitions(
 
 def _all_outputs(client: redis.Redis, settings: Settings) -> dict[str, list[str]]:
     return {**_outputs(client, settings, 3), **_outputs(client, settings, 6)}
+
+
+async def test_a_live_stream_stays_in_the_partition_it_started_in_when_the_count_changes(
+    partitioned: Settings, client: redis.Redis
+) -> None:
+    """Its first chunk went to its partition of 3; the next, from a producer that routes by
+    6 now, reaches a partition of 6: the worker sends it on to where the stream's state is."""
+    settings = partitioned
+    async with running_worker(settings):
+        pass  # lists count 3 in the metadata
+    base = settings.base_names()
+    old = base.layout(3)[partition_of("resp-9", 3)]
+    new = base.layout(6)[partition_of("resp-9", 6)]
+    chunks = [
+        b'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n',
+        b'data: {"choices":[{"delta":{"content":"lo"},"finish_reason":"stop"}]}\n\n',
+    ]
+    grown = settings.model_copy(update={"partitions": 6})
+    async with running_worker(grown) as worker:
+        client.xadd(old.input, tl.live_entry("resp-9", 0, chunks[0], format="openai_chat"))  # type: ignore[arg-type]
+        await wait_until(lambda: client.xlen(old.deltas) == 1, timeout=20)
+        final = tl.live_entry("resp-9", 1, chunks[1], format="openai_chat", final=True)
+        client.xadd(new.input, final)  # type: ignore[arg-type]
+        await wait_until(lambda: client.xlen(old.output) == 1, timeout=20)
+        assert sum(lane.strays.forwarded for lane in worker.lanes) == 1
+    assert client.xlen(old.deltas) == 2
+    assert client.xlen(new.output) == 0 and client.xlen(new.deltas) == 0
+    assert client.xpending(new.input, settings.group)["pending"] == 0

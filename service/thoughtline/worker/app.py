@@ -55,7 +55,7 @@ from thoughtline.worker.group import (
     remove_dead_consumers,
 )
 from thoughtline.worker.health import HealthServer, ReadinessProblems
-from thoughtline.worker.lanes import Lane, readiness_for, write_metadata
+from thoughtline.worker.lanes import Lane, StrayChunks, readiness_for, write_metadata
 from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.reclaim import Reclaimer
@@ -163,9 +163,10 @@ class Worker:
         committer.readiness = readiness  # a refused write: /readyz says why
         live = LiveHandler(self.client, lane_settings, self.metrics)
         batches_holder: list[BatchHandler] = []
+        strays = StrayChunks(self.client, settings, keys, lambda: self.lanes)
 
         async def handle(entries: Sequence[DeliveredEntry]) -> list[Outcome]:
-            return await batches_holder[0].handle(entries)
+            return await batches_holder[0].handle(await strays.route(entries))
 
         reclaimer = Reclaimer(self.client, lane_settings, self.consumer, self.metrics, handle)
         reclaimer.check_writes = committer.check  # no claiming while writes are refused
@@ -200,10 +201,10 @@ class Worker:
                 DeliveredEntry(entry_id, fields, delivery_count=1)
                 for entry_id, fields in zip(batch["message_ids"], batch["data"], strict=True)
             ]
-            await batches.handle_in_background(entries)
+            await batches.handle_in_background(await strays.route(entries))
 
         subscriber(consume_batch)
-        lane = Lane(keys, lane_settings, reclaimer, live, batches, subscriber)
+        lane = Lane(keys, lane_settings, reclaimer, live, batches, subscriber, strays)
         self.lanes.append(lane)
         return lane
 

@@ -16,16 +16,21 @@ under an earlier count are drained (docs/partitions.md, "Changing N").
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from thoughtline.partitions import PartitionKeys, metadata_fields, parse_layouts
+from thoughtline.partitions import PartitionKeys, metadata_fields, parse_layouts, partition_of
 from thoughtline.worker.batches import BatchHandler
 from thoughtline.worker.connections import RedisClient
+from thoughtline.worker.entries import DeliveredEntry
 from thoughtline.worker.health import ReadinessProblems
-from thoughtline.worker.live import LiveHandler
+from thoughtline.worker.live import STREAM_FIELD, LiveHandler, is_live
 from thoughtline.worker.reclaim import Reclaimer
 from thoughtline.worker.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 METADATA_SCRIPT: Final = """
 -- KEYS[1]: the metadata hash. ARGV[1]: this worker's count; ARGV[2]: 1 if a hash must be
@@ -64,6 +69,7 @@ class Lane:
     batches: BatchHandler
     subscriber: Any
     """FastStream's reader of the partition's input stream (its `StreamSub` subscriber)."""
+    strays: StrayChunks
 
 
 class ScopedReadiness(ReadinessProblems):
@@ -111,3 +117,66 @@ async def write_metadata(client: RedisClient, settings: Settings) -> list[int]:
         lists = {name: value for name, value in every.items() if name.startswith("all:")}
         await client.hset(base.metadata_key, mapping=lists)  # type: ignore[arg-type]
     return counts
+
+
+class StrayChunks:
+    """Live chunks that reach a partition their stream did not start in, sent on to it.
+
+    A live stream's state lives in one partition. While the count changes, a producer may send
+    a stream's later chunks by the new count (or, with a stale view, by the old one): a chunk
+    whose stream has no state in this partition but has it in the partition its stream id
+    routes to under another count read by this worker is added to that partition's input and
+    acknowledged here. Adding it there twice (a crash between the two steps) is harmless: the
+    stream's step applies each `seq` once. Only a worker reading more than one count looks.
+    """
+
+    def __init__(
+        self,
+        client: RedisClient,
+        settings: Settings,
+        own: PartitionKeys,
+        lanes: Callable[[], Sequence[Lane]],
+    ) -> None:
+        self._client = client
+        self._settings = settings
+        self._own = own
+        self._lanes = lanes
+        self.forwarded = 0
+        """Chunks sent on to the partition of their stream, since the start."""
+
+    async def route(self, entries: Sequence[DeliveredEntry]) -> Sequence[DeliveredEntry]:
+        """The entries to handle here; the others were sent on."""
+        counts = sorted({lane.keys.count for lane in self._lanes()} - {self._own.count})
+        live = [entry for entry in entries if is_live(entry.fields)] if counts else []
+        if not live:
+            return entries
+        homes: dict[bytes, PartitionKeys | None] = {}
+        for entry in live:
+            stream = entry.fields[STREAM_FIELD]
+            if stream not in homes:
+                homes[stream] = await self._home(stream, counts)
+        sent = set()
+        for entry in live:
+            home = homes[entry.fields[STREAM_FIELD]]
+            if home is not None:
+                await self._client.xadd(home.input, dict(entry.fields))  # type: ignore[arg-type]
+                await self._client.xack(self._own.input, self._settings.group, entry.entry_id)
+                sent.add(entry.entry_id)
+        if sent:
+            self.forwarded += len(sent)
+            logger.info(
+                "sent %d live chunks on to the partition their stream started in", len(sent)
+            )
+        return [entry for entry in entries if entry.entry_id not in sent]
+
+    async def _home(self, stream: bytes, counts: Sequence[int]) -> PartitionKeys | None:
+        """The partition of another count holding the stream's state, when this one does not."""
+        name = stream.decode(errors="replace")
+        if await self._client.exists(self._own.live_state(name)):
+            return None
+        base = self._settings.base_names()
+        for count in counts:
+            keys = base.partition(partition_of(stream, count), count)
+            if await self._client.exists(keys.live_state(name)):
+                return keys
+        return None
