@@ -4,10 +4,12 @@
     XAUTOCLAIM of idle entries (reclaimer) ────┴─> entries.process ─> commit.Committer
                                                    (record | dead letter)   (one script: add + ack)
 
-One worker per process, its consumer name `<host>-<pid>`. The group is created at id 0
-before the broker starts (FastStream would create it at `$` and skip entries published
-before the first worker ran). FastStream never acknowledges anything itself
-(`AckPolicy.MANUAL`): the commit script does, only together with the outputs.
+One worker per process, its consumer name `<host>-<pid>`. With `THOUGHTLINE_PARTITIONS` > 1 it
+reads every partition, each with a reader, reclaimer and committer of its own
+(`thoughtline.worker.lanes`). The group is created at id 0 before the broker starts (FastStream
+would create it at `$` and skip entries published before the first worker ran). FastStream
+never acknowledges anything itself (`AckPolicy.MANUAL`): the commit script does, only together
+with the outputs.
 
 Exit status of `run()`: 0 after SIGTERM/SIGINT (the batch in flight is finished first, or,
 if Redis stays unreachable, its commit is cancelled after `GRACEFUL_TIMEOUT_SECONDS`: nothing of
@@ -162,11 +164,10 @@ class Worker:
         committer = WatchedCommitter(self.client, lane_settings, readiness)
         committer.readiness = readiness  # a refused write: /readyz says why
         live = LiveHandler(self.client, lane_settings, self.metrics)
-        batches_holder: list[BatchHandler] = []
         strays = StrayChunks(self.client, settings, keys, lambda: self.lanes)
 
         async def handle(entries: Sequence[DeliveredEntry]) -> list[Outcome]:
-            return await batches_holder[0].handle(await strays.route(entries))
+            return await batches.handle(await strays.route(entries))  # (assigned below)
 
         reclaimer = Reclaimer(self.client, lane_settings, self.consumer, self.metrics, handle)
         reclaimer.check_writes = committer.check  # no claiming while writes are refused
@@ -179,7 +180,6 @@ class Worker:
             self.conversations,
             live=live,
         )
-        batches_holder.append(batches)
         subscriber = self.broker.subscriber(
             stream=StreamSub(
                 lane_settings.input_stream,
