@@ -4,18 +4,24 @@ partition of an earlier count) while the client routes and reads with unchanged 
 
 from __future__ import annotations
 
+import argparse
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
+import redis.asyncio as redis_asyncio
 
 import thoughtline.client as tl
 from tests.service.support import running_worker, wait_until
+from thoughtline import encode, normalize
 from thoughtline.cli.demo import sample_files
 from thoughtline.partitions import (
     CLUSTER_SLOTS,
+    PartitionKeys,
     key_slot,
+    metadata_fields,
     parse_layouts,
     parse_metadata,
     partition_of,
@@ -24,6 +30,7 @@ from thoughtline.worker.settings import Settings
 
 GOOD = next(s for s in sample_files() if s.name == "anthropic.thinking-block.json").read_bytes()
 DEFAULT = Settings().base_names()
+RECORD = encode(normalize(GOOD, format="anthropic"))
 
 
 def _masters_of(slots: list[int], masters: int) -> list[int]:
@@ -244,3 +251,76 @@ async def test_a_live_stream_stays_in_the_partition_it_started_in_when_the_count
     assert client.xlen(old.deltas) == 2
     assert client.xlen(new.output) == 0 and client.xlen(new.deltas) == 0
     assert client.xpending(new.input, settings.group)["pending"] == 0
+
+
+def _list_partitions(client: redis.Redis, settings: Settings, count: int) -> list[PartitionKeys]:
+    """The metadata the workers would write, without running one."""
+    base = settings.base_names()
+    client.hset(base.metadata_key, mapping=metadata_fields(base, [count], count))  # type: ignore[arg-type]
+    return base.layout(count)
+
+
+async def test_the_async_client_routes_and_reads_across_partitions(
+    partitioned: Settings, client: redis.Redis, redis_url: str
+) -> None:
+    settings = partitioned
+    layout = _list_partitions(client, settings, 3)
+    aclient = redis_asyncio.Redis.from_url(redis_url)
+    try:
+        for number in range(30):
+            await tl.apublish(aclient, GOOD, id=f"a{number}", stream=settings.input_stream)
+        await tl.apublish_live(
+            aclient, "resp-1", 0, b"{}", format="openai_chat", stream=settings.input_stream
+        )
+        for keys in layout:  # records in each partition's output, as a worker would add them
+            for _, fields in client.xrange(keys.input):
+                client.xadd(keys.output, {"record": RECORD, "id": fields.get(b"id", b"live")})
+        read = [
+            message
+            async for message in tl.arecords(
+                aclient,
+                group="g",
+                consumer="c",
+                stream=settings.output_stream,
+                stop_when_idle=True,
+                block_ms=10,
+            )
+        ]
+    finally:
+        await aclient.aclose()
+    assert len(read) == 31
+    for keys in layout:
+        ids = [fields[b"id"].decode() for _, fields in client.xrange(keys.input) if b"id" in fields]
+        assert all(partition_of(entry_id, 3) == keys.index for entry_id in ids)
+    assert client.xlen(layout[partition_of("resp-1", 3)].input) >= 1
+
+
+def test_the_command_line_publishes_and_tails_across_partitions(
+    partitioned: Settings,
+    client: redis.Redis,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from thoughtline.cli import service as service_cli
+
+    settings = partitioned
+    layout = _list_partitions(client, settings, 3)
+    files = []
+    for number in range(12):
+        path = tmp_path / f"response-{number}.json"
+        path.write_bytes(GOOD)
+        files.append(str(path))
+    monkeypatch.setattr(service_cli, "_connect", lambda: (settings, client))
+    publish = argparse.Namespace(
+        files=files, format=None, kind=None, id=None, meta=None, deltas=False
+    )
+    assert service_cli.run_publish(publish) == 0
+    for keys in layout:
+        names = [fields[b"id"].decode() for _, fields in client.xrange(keys.input)]
+        assert names and all(partition_of(name, 3) == keys.index for name in names)
+        client.xadd(keys.output, {"record": RECORD})
+    capsys.readouterr()
+    tail = argparse.Namespace(json=True, dead=False, from_start=True, count=3)
+    assert service_cli.run_tail(tail) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
