@@ -44,7 +44,7 @@ from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis import exceptions as redis_errors
 
 from thoughtline.errors import ThoughtlineError
-from thoughtline.partitions import PartitionKeys
+from thoughtline.partitions import PartitionKeys, parse_layouts
 from thoughtline.worker.batches import BatchHandler, cancel_until_done
 from thoughtline.worker.commit import Committer, GroupVanishedError
 from thoughtline.worker.connections import Broker, ClusterBroker, RedisClient, async_client
@@ -61,7 +61,7 @@ from thoughtline.worker.lanes import Lane, StrayChunks, readiness_for, write_met
 from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.reclaim import Reclaimer
-from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff
+from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff, describe_refusal
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -353,8 +353,16 @@ class Worker:
     async def _read_earlier_layouts(self) -> None:
         """List this worker's partitions in the metadata hash, and read those of every count
         listed there too: entries published under an earlier count are finished (drained)."""
-        counts = await write_metadata(self.client, self.settings)
         base = self.settings.base_names()
+        try:
+            counts = await write_metadata(self.client, self.settings)
+        except WRITE_REFUSALS as error:  # at maxmemory, say: read on, producers use what is there
+            logger.warning(
+                "cannot list the partitions in %s (%s); reading those listed already",
+                base.metadata_key,
+                describe_refusal(error),
+            )
+            counts = parse_layouts(await self.client.hget(base.metadata_key, "layouts"))
         added = [
             self._add_lane(keys)
             for count in counts
