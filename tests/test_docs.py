@@ -71,3 +71,16 @@ def test_the_anchor_rule_reads_headings_as_github_does(tmp_path: Path) -> None:
         "decisions",
         "decisions-1",
     }
+
+
+def test_the_python_example_of_the_streams_page_runs() -> None:
+    blocks = re.findall(
+        r"^```python\n(.*?)^```", (ROOT / "docs" / "streams.md").read_text(), re.M | re.S
+    )
+    assert len(blocks) == 1
+    recording = ROOT / "tests" / "golden" / "openai_chat" / "dialect-harmony-stream.raw.sse"
+    names: dict[str, object] = {"payload": recording.read_bytes()}
+    exec(blocks[0], names)  # the page's own example, as a reader would run it
+    record, deltas = names["record"], names["deltas"]
+    assert getattr(record, "id", None) == "req-42"
+    assert isinstance(deltas, list) and len(deltas) > 1
