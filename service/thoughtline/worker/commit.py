@@ -174,8 +174,11 @@ while position <= #ARGV do
   results[#results + 1] = acknowledged
 end
 if highest then
-  for start = 1, #finished, 1000 do
-    redis.call('ZREM', committed, unpack(finished, start, math.min(start + 999, #finished)))
+  if #finished > 0 then  -- out of the list (re-scored, then dropped: the ACL grants no ZREM)
+    for _, entry_id in ipairs(finished) do
+      redis.call('ZADD', committed, -3, entry_id)
+    end
+    redis.call('ZREMRANGEBYSCORE', committed, -3, -3)
   end
   local summary = redis.call('XPENDING', KEYS[1], group)
   if high == nil or id_less(high, highest) then

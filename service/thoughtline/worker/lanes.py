@@ -172,11 +172,16 @@ class StrayChunks:
     async def _home(self, stream: bytes, counts: Sequence[int]) -> PartitionKeys | None:
         """The partition of another count holding the stream's state, when this one does not."""
         name = stream.decode(errors="replace")
-        if await self._client.exists(self._own.live_state(name)):
+        if await self._exists(self._own.live_state(name)):
             return None
         base = self._settings.base_names()
         for count in counts:
             keys = base.partition(partition_of(stream, count), count)
-            if await self._client.exists(keys.live_state(name)):
+            if await self._exists(keys.live_state(name)):
                 return keys
         return None
+
+    async def _exists(self, key: str) -> bool:
+        """`TYPE`, which the worker's ACL grants (`EXISTS` it does not)."""
+        found = await self._client.type(key)
+        return (found.decode() if isinstance(found, bytes) else str(found)) != "none"
