@@ -77,13 +77,10 @@ async def test_the_application_span_is_the_parent_of_the_exported_span(
 
     with running_receiver() as receiver:
         exporter = OTLPSpanExporter(endpoint=receiver.endpoint, timeout=5)
-        resource, scope = otlp.resource(), otlp.scope("test")
         export = OtlpExport(
             redis_client,
             stream_names["output_stream"],
-            lambda spans: otlp.exported(
-                exporter, [otlp.readable_span(span, resource, scope) for span in spans]
-            ),
+            otlp.BatchSender(exporter, otlp.resource(), otlp.scope("test")),
             ExportSettings(consumer="one", block_ms=50),
         )
         export.ensure_group()

@@ -53,14 +53,7 @@ def publish(client: redis.Redis, stream: str, count: int, prefix: str = "r") -> 
 
 def sender(receiver: Receiver) -> Callable[[Sequence[SpanData]], bool]:
     exporter = OTLPSpanExporter(endpoint=receiver.endpoint, timeout=0.5)
-    resource, scope = otlp.resource(), otlp.scope("test")
-
-    def export_batch(spans: Sequence[SpanData]) -> bool:
-        return otlp.exported(
-            exporter, [otlp.readable_span(span, resource, scope) for span in spans]
-        )
-
-    return export_batch
+    return otlp.BatchSender(exporter, otlp.resource(), otlp.scope("test"))
 
 
 def exported_ids(receiver: Receiver) -> list[str]:

@@ -40,19 +40,28 @@ OTLP_KINDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def exported() -> Iterator[tuple[Receiver, dict[bytes, tuple[Record, Span]]]]:
-    """Every golden record exported in one batch per format; spans by span id."""
+@pytest.fixture(scope="module", params=["wire", "sdk"])
+def exported(
+    request: pytest.FixtureRequest,
+) -> Iterator[tuple[Receiver, dict[bytes, tuple[Record, Span]]]]:
+    """Every golden record exported in one batch per format, written to protobuf by
+    `thoughtline.export.wire` or by the SDK; spans by span id."""
     with running_receiver() as receiver:
         exporter = OTLPSpanExporter(endpoint=receiver.endpoint, timeout=5)
         resource, scope = otlp.resource(), otlp.scope("test")
+        sender = otlp.BatchSender(exporter, resource, scope)
+        assert sender.writes_protobuf_itself
         for format_name in FORMATS:
             batch = [
-                otlp.readable_span(span_of(record, 1_764_000_000_000 + index), resource, scope)
+                span_of(record, 1_764_000_000_000 + index)
                 for index, (_, record) in enumerate(GOLDEN)
                 if record.format == format_name
             ]
-            assert otlp.exported(exporter, batch)
+            if request.param == "wire":
+                assert sender(batch)
+            else:
+                readable = [otlp.readable_span(span, resource, scope) for span in batch]
+                assert otlp.exported(exporter, readable)
         exporter.shutdown()  # type: ignore[no-untyped-call]
         by_id = {span.span_id: span for span in receiver.spans()}
         spans = {

@@ -11,14 +11,13 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Final
 
 import redis
 
 from thoughtline.export.consumer import ExportSettings, OtlpExport
-from thoughtline.export.mapping import ContentSwitches, SpanData
+from thoughtline.export.mapping import ContentSwitches
 
 EXIT_MISSING_EXTRA: Final = 2
 CONTENT_VARIABLE: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -49,13 +48,7 @@ def run(arguments: argparse.Namespace, client: redis.Redis, stream: str) -> int:
         )
         return EXIT_MISSING_EXTRA
     exporter = otlp.default_exporter()
-    span_resource = otlp.resource()
-    span_scope = otlp.scope(_version())
-
-    def export_batch(spans: Sequence[SpanData]) -> bool:
-        readable = [otlp.readable_span(span, span_resource, span_scope) for span in spans]
-        return otlp.exported(exporter, readable)
-
+    export_batch = otlp.BatchSender(exporter, otlp.resource(), otlp.scope(_version()))
     settings = ExportSettings(
         group=arguments.group,
         consumer=arguments.consumer or ExportSettings().consumer,
