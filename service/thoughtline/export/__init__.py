@@ -1,7 +1,8 @@
 """Export of records to the tracing tools users already run (docs/otel.md).
 
     mapping.py    a record -> one span following the OpenTelemetry GenAI conventions (pure)
-    otlp.py       that span -> the OpenTelemetry SDK's span and the OTLP/HTTP exporter
+    wire.py       spans -> the protobuf bytes of an OTLP export request (pure)
+    otlp.py       the OTLP/HTTP exporter and its settings; spans sent through it
     consumer.py   the consumer group on the output stream: export, then acknowledge
     command.py    `thoughtline export otlp`
 
