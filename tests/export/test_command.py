@@ -66,3 +66,15 @@ def test_the_command_exports_with_the_standard_settings_and_stops_on_sigterm(
     assert plain(attributes(resource)["service.name"]) == "my-gateway"
     assert all(span.name == "generate_content" for span in spans)
     client.close()
+
+
+@pytest.mark.parametrize("flag", ["--batch-size", "--min-idle-ms"])
+def test_a_count_below_one_is_refused_with_one_line(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from thoughtline.cli.commands import build_parser
+
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(["export", "otlp", flag, "0"])
+    assert stopped.value.code == 2
+    assert "must be 1 or more" in capsys.readouterr().err

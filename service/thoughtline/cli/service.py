@@ -122,10 +122,10 @@ def _add_export(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     )
     otlp.add_argument("--group", default="thoughtline-otlp", help="consumer group")
     otlp.add_argument("--consumer", help="consumer name (default: host-pid)")
-    otlp.add_argument("--batch-size", type=int, default=512, help="spans per export request")
+    otlp.add_argument("--batch-size", type=_positive, default=512, help="spans per export request")
     otlp.add_argument(
         "--min-idle-ms",
-        type=int,
+        type=_positive,
         default=60_000,
         help="take over records another export process left pending this long",
     )
@@ -142,6 +142,13 @@ def _add_export(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         help="leave signatures and encrypted reasoning out",
     )
     otlp.set_defaults(command=run_export_otlp)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
 
 
 def run_export_otlp(arguments: argparse.Namespace) -> int:
