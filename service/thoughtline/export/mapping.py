@@ -28,6 +28,8 @@ from thoughtline.record import Detection, Record
 CONVENTIONS_VERSION: Final = "1.41.0"
 SCHEMA_URL: Final = f"https://opentelemetry.io/schemas/{CONVENTIONS_VERSION}"
 DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
+UNKNOWN_FINISH_REASON: Final = "unknown"
+"""The output message's finish reason when the record has none (a stream cut short)."""
 OPAQUE_PART_TYPE: Final = "opaque_reasoning"
 """The `type` of the generic part that carries a replay part's opaque values."""
 
@@ -172,11 +174,14 @@ def output_message(record: Record, switches: ContentSwitches) -> dict[str, JsonV
         parts.append(
             {"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments}
         )
-    message: dict[str, JsonValue] = {"role": "assistant", "parts": parts}
+    # The message schema requires a finish reason (Phoenix drops a message without one); a
+    # record that has none (a cut stream) says so rather than inventing a reason.
     finish_reason = finish_reason_of(record)
-    if finish_reason is not None:
-        message["finish_reason"] = finish_reason
-    return message
+    return {
+        "role": "assistant",
+        "parts": parts,
+        "finish_reason": UNKNOWN_FINISH_REASON if finish_reason is None else finish_reason,
+    }
 
 
 def finish_reason_of(record: Record) -> str | None:
