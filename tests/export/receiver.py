@@ -25,6 +25,8 @@ class Receiver:
         self.requests: list[ExportTraceServiceRequest] = []
         self.refused = 0
         self.refusing = False
+        self.max_body: int | None = None
+        """Requests larger than this are refused as too large (413), as collectors do."""
         self.lock = threading.Lock()
         self.endpoint = ""
 
@@ -53,6 +55,11 @@ def running_receiver() -> Iterator[Receiver]:
             if self.headers.get("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
             with receiver.lock:
+                if receiver.max_body is not None and len(body) > receiver.max_body:
+                    receiver.refused += 1
+                    self.send_response(413)
+                    self.end_headers()
+                    return
                 if receiver.refusing:
                     receiver.refused += 1
                     self.send_response(503)

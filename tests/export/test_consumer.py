@@ -196,3 +196,20 @@ def test_a_record_sent_again_carries_the_same_span_id(
     first, second = receiver.spans()
     assert (first.trace_id, first.span_id) == (second.trace_id, second.span_id)
     assert msgspec.json.decode(encode(record))["id"] == "again"
+
+
+def test_a_batch_too_large_for_the_collector_goes_in_halves(
+    client: redis.Redis, stream: str, receiver: Receiver
+) -> None:
+    ids = publish(client, stream, BATCH)
+    receiver.max_body = 1500  # one span fits, a batch of eight does not
+    export = consumer(client, stream, receiver, "one")
+    export.stop()  # one attempt only: the halves must go within it
+    assert export.step() == BATCH
+    assert sorted(exported_ids(receiver)) == sorted(ids)
+    assert receiver.refused >= 1
+    assert (
+        max(len(request.resource_spans[0].scope_spans[0].spans) for request in receiver.requests)
+        < BATCH
+    )
+    assert pending(client, stream) == 0

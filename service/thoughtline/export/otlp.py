@@ -11,6 +11,7 @@ on events, where the tracer API only takes flat values.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from http import HTTPStatus
 from typing import Any, Final
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -103,9 +104,11 @@ class BatchSender:
     With the OTLP/HTTP exporter the spans are written to protobuf by `thoughtline.export.wire`
     and handed to the exporter's own HTTP client (its endpoint, headers, timeout, compression,
     certificates and retries: every `OTEL_EXPORTER_OTLP_*` setting), which is several times
-    faster than building the SDK's spans and their protobuf objects. Any other exporter, or an
-    OTLP exporter whose insides differ from the releases this was written against, gets the
-    SDK's spans through its public `export`.
+    faster than building the SDK's spans and their protobuf objects. A batch the collector
+    refuses as too large (413) is sent again in halves; a single span it refuses stays
+    unexported (and its batch unacknowledged) until the collector's limit lets it in. Any
+    other exporter, or an OTLP exporter whose insides differ from the releases this was
+    written against, gets the SDK's spans through its public `export`.
     """
 
     def __init__(
@@ -133,9 +136,16 @@ class BatchSender:
             self._scope.schema_url or "",
         )
         try:
-            return bool(self._client.export(data).success)
+            result = self._client.export(data)
         except Exception:  # a client that raises has not exported: retried like a failure
             return False
+        if result.success:
+            return True
+        if result.status_code == HTTPStatus.REQUEST_ENTITY_TOO_LARGE and len(spans) > 1:
+            # too large for this collector: in halves, down to single spans if need be
+            middle = len(spans) // 2
+            return self(spans[:middle]) and self(spans[middle:])
+        return False
 
 
 def _encodable(value: Any) -> Any:
