@@ -386,3 +386,30 @@ def test_a_request_record_shows_its_replayed_reasoning() -> None:
     assert "gen_ai.output.messages" not in span.attributes
     for attribute, value in span.attributes.items():
         assert kind_of(value) == SPAN_ATTRIBUTES[attribute], attribute
+
+
+PROVIDER_AND_OPERATION = {
+    "gemini": ("gcp.gen_ai", "generate_content"),
+    "anthropic": ("anthropic", "chat"),
+    "openai_chat": ("openai", "chat"),
+    "openai_responses": ("openai", "chat"),
+    "bedrock_converse": ("aws.bedrock", "chat"),
+    "mistral": ("mistral_ai", "chat"),
+    "ollama": ("ollama", "chat"),
+}
+
+
+@pytest.mark.parametrize(("name", "golden"), GOLDEN, ids=[name for name, _ in GOLDEN])
+def test_the_provider_and_operation_are_the_conventions_values(name: str, golden: Record) -> None:
+    attributes = span_of(golden, PUBLISHED_MS).attributes
+    expected = PROVIDER_AND_OPERATION[golden.format]
+    assert (attributes["gen_ai.provider.name"], attributes["gen_ai.operation.name"]) == expected
+
+
+def test_bedrock_cache_writes_are_read_from_its_usage() -> None:
+    usage = msgspec.Raw(b'{"inputTokens":3,"cacheWriteInputTokens":7}')
+    span = span_of(
+        record(format="bedrock_converse", provider="amazon_bedrock", native_usage=usage),
+        PUBLISHED_MS,
+    )
+    assert span.attributes["gen_ai.usage.cache_creation.input_tokens"] == 7

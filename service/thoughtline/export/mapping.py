@@ -39,20 +39,18 @@ JsonValue = Any
 SpanKindName = Literal["client", "internal"]
 
 PROVIDER_NAMES: Final[Mapping[str, str]] = {
-    "gemini": "gcp.gen_ai",
-    "anthropic": "anthropic",
-    "openai_chat": "openai",
-    "openai_responses": "openai",
-    "bedrock_converse": "aws.bedrock",
+    "google": "gcp.gen_ai",
+    "amazon_bedrock": "aws.bedrock",
     "mistral": "mistral_ai",
-    "ollama": "ollama",
 }
-"""`gen_ai.provider.name` per format: the conventions' well-known values (`gcp.gen_ai` is
-"any Google generative AI endpoint": the record does not say whether Gemini was reached
-through AI Studio or Vertex); Ollama has no well-known value and is named as itself."""
+"""The record's `provider` -> `gen_ai.provider.name`, where the conventions' well-known value
+differs (`gcp.gen_ai` is "any Google generative AI endpoint": the record does not say whether
+Gemini was reached through AI Studio or Vertex); every other provider (`anthropic`, `openai`,
+and `ollama`, which has no well-known value) is named as itself."""
 
-OPERATION_NAMES: Final[Mapping[str, str]] = {"gemini": "generate_content"}
-"""`gen_ai.operation.name` per format; every other format's call is a `chat`."""
+OPERATION_NAMES: Final[Mapping[str, str]] = {"google": "generate_content"}
+"""`gen_ai.operation.name` by the record's `provider`; every other provider's call is a
+`chat`."""
 
 FINISH_REASONS: Final[Mapping[str, str]] = {
     "stop": "stop",
@@ -65,12 +63,9 @@ FINISH_REASONS: Final[Mapping[str, str]] = {
 `other` (a value no table knows) goes out as the provider's own value, which the
 conventions' schema allows beside its enumeration."""
 
-CACHE_CREATION_FIELDS: Final[Mapping[str, str]] = {
-    "anthropic": "cache_creation_input_tokens",
-    "bedrock_converse": "cacheWriteInputTokens",
-}
-"""Where a provider's usage object counts prompt tokens written to its cache (the record's
-`usage` counts them inside `input_tokens` only)."""
+CACHE_CREATION_FIELDS: Final = ("cache_creation_input_tokens", "cacheWriteInputTokens")
+"""Where a provider's usage object counts prompt tokens written to its cache (Anthropic,
+Bedrock; the record's `usage` counts them inside `input_tokens` only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +199,7 @@ def opaque_parts(record: Record) -> list[dict[str, JsonValue]]:
         except (msgspec.DecodeError, RecursionError):
             continue
         if isinstance(part, dict):
-            for provider_type, values in _OPAQUE_READERS[record.format](part):
+            for provider_type, values in _opaque_values(part):
                 if values:
                     found.append(
                         {
@@ -293,21 +288,28 @@ def _google_signature(holder: Mapping[str, Any]) -> dict[str, str]:
     return _strings(google, {"thought_signature": "signature"})
 
 
-_OPAQUE_READERS: Final = {
-    "gemini": _gemini_opaque,
-    "anthropic": _anthropic_opaque,
-    "bedrock_converse": _bedrock_opaque,
-    "openai_responses": _responses_opaque,
-    "openai_chat": _message_opaque,
-    "mistral": _message_opaque,
-    "ollama": _message_opaque,
-}
+def _opaque_values(part: dict[str, Any]) -> OpaqueValues:
+    """Read by the part's shape, which tells the formats apart: a Chat-shaped message has a
+    `role`, a Bedrock block `reasoningContent`, Anthropic blocks and Responses items a `type`
+    of their own, and Gemini parts none of these."""
+    if "role" in part:
+        return _message_opaque(part)
+    if "reasoningContent" in part:
+        return _bedrock_opaque(part)
+    kind = part.get("type")
+    if kind in ("thinking", "redacted_thinking"):
+        return _anthropic_opaque(part)
+    if kind == "reasoning":
+        return _responses_opaque(part)
+    if kind is None:
+        return _gemini_opaque(part)
+    return []
 
 
 def _attributes(record: Record, meta: Mapping[str, Any]) -> dict[str, AttributeValue]:
     attributes: dict[str, AttributeValue] = {
-        "gen_ai.operation.name": OPERATION_NAMES.get(record.format, "chat"),
-        "gen_ai.provider.name": PROVIDER_NAMES.get(record.format, record.provider),
+        "gen_ai.operation.name": OPERATION_NAMES.get(record.provider, "chat"),
+        "gen_ai.provider.name": PROVIDER_NAMES.get(record.provider, record.provider),
     }
     requested = meta.get("model")
     request_model = requested if isinstance(requested, str) and requested else record.model
@@ -348,15 +350,19 @@ def _usage_attributes(record: Record) -> dict[str, AttributeValue]:
 
 
 def _cache_creation(record: Record) -> int | None:
-    field_name = CACHE_CREATION_FIELDS.get(record.format)
-    if field_name is None or record.native_usage is None:
+    if record.native_usage is None:
         return None
     try:
         usage = msgspec.json.decode(record.native_usage)
     except (msgspec.DecodeError, RecursionError):
         return None
-    count = usage.get(field_name) if isinstance(usage, dict) else None
-    return count if isinstance(count, int) and not isinstance(count, bool) else None
+    if not isinstance(usage, dict):
+        return None
+    for field_name in CACHE_CREATION_FIELDS:
+        count = usage.get(field_name)
+        if isinstance(count, int) and not isinstance(count, bool):
+            return count
+    return None
 
 
 def _detection_counts(detections: Sequence[Detection]) -> dict[str, AttributeValue]:
