@@ -32,6 +32,25 @@ _ONE_BYTE: Final = [bytes((value,)) for value in range(0x80)]
 _KEYS: dict[str, bytes] = {}
 """Encoded attribute keys: the export's own few, and the first keys of tool arguments."""
 _KEYS_KEPT: Final = 4096
+_FEW_VALUES: Final = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.provider.name",
+        "gen_ai.request.model",
+        "gen_ai.response.model",
+        "gen_ai.request.stream",
+        "error.type",
+        "thoughtline.record.kind",
+        "thoughtline.format",
+        "thoughtline.native_finish_reason",
+        "thoughtline.leaked_thought.count",
+        "thoughtline.malformed_part.count",
+        "thoughtline.replayed_reasoning.count",
+    }
+)
+"""Span attributes with few distinct values (no ids, no text, no token counts)."""
+_ENCODED_ATTRIBUTES: dict[tuple[str, type, Any], bytes] = {}
+_ENCODED_ATTRIBUTES_KEPT: Final = 4096
 _double: Final = struct.Struct("<d").pack
 _fixed64: Final = struct.Struct("<Q").pack
 _fixed32: Final = struct.Struct("<I").pack
@@ -71,7 +90,7 @@ def span_bytes(span: SpanData) -> bytes:
     parts.append(b"\x39" + _fixed64(span.start_ns))
     parts.append(b"\x41" + _fixed64(span.end_ns))
     attributes = span.attributes
-    encoded = {key: _key_value(key, value) for key, value in attributes.items()}
+    encoded = {key: _attribute(key, value) for key, value in attributes.items()}
     parts.extend(_field(9, key_value) for key_value in encoded.values())
     for event in span.events:
         event_bytes = b"\x09" + _fixed64(event.time_ns) + _field(2, event.name.encode())
@@ -87,6 +106,20 @@ def span_bytes(span: SpanData) -> bytes:
         parts.append(_field(15, _field(2, span.error.encode()) + b"\x18" + _varint(_STATUS_ERROR)))
     parts.append(b"\x85\x01" + _fixed32(flags))
     return b"".join(parts)
+
+
+def _attribute(key: str, value: Any) -> bytes:
+    """A span attribute; those whose values repeat from span to span (provider, model,
+    kind, format, counts) are encoded once per value."""
+    if key not in _FEW_VALUES:
+        return _key_value(key, value)
+    remembered = (key, value.__class__, value)  # the class keeps True apart from 1
+    encoded = _ENCODED_ATTRIBUTES.get(remembered)
+    if encoded is None:
+        encoded = _key_value(key, value)
+        if len(_ENCODED_ATTRIBUTES) < _ENCODED_ATTRIBUTES_KEPT:
+            _ENCODED_ATTRIBUTES[remembered] = encoded
+    return encoded
 
 
 def _repeated(attributes: Mapping[str, Any], key: str, value: Any) -> bool:
