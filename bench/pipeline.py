@@ -46,9 +46,9 @@ import redis
 import redis.asyncio as redis_asyncio
 
 from thoughtline.cli.demo import sample_files, sample_format
-from thoughtline.errors import NormalizeError
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import encode
 from thoughtline.normalization import normalize
-from thoughtline.record import encode
 
 BATCH = 200
 GROUP = "thoughtline"

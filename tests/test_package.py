@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 import thoughtline
-from thoughtline import detection_codes, readme_tables, schema
+from thoughtline import readme_tables
+from thoughtline.contract import detection_codes, schema
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "service" / "thoughtline"

@@ -6,10 +6,10 @@
 >>> thoughtline.deltas(recorded_stream)                 # one normalized Delta per chunk
 """
 
-from thoughtline.errors import NormalizeError, ThoughtlineError, UnknownFormatError
+from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
+from thoughtline.contract.record import Delta, Detection, Record, ToolCall, Usage, decode, encode
 from thoughtline.format_detection import detect_format
 from thoughtline.normalization import deltas, normalize
-from thoughtline.record import Delta, Detection, Record, ToolCall, Usage, decode, encode
 
 __all__ = [
     "Delta",

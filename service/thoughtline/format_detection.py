@@ -14,9 +14,9 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from thoughtline.errors import UnknownFormatError
+from thoughtline.contract.errors import UnknownFormatError
 from thoughtline.formats import mistral
-from thoughtline.formats.compose import decode, present
+from thoughtline.reading.compose import decode, present
 from thoughtline.streams.base import Chunk
 from thoughtline.streams.framing import holds_several_chunks
 

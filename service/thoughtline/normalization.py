@@ -13,10 +13,10 @@ stream: no body reader takes SSE, a JSON array or JSON lines (a test holds every
 
 from __future__ import annotations
 
-from thoughtline.errors import NormalizeError
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import Delta, Record
 from thoughtline.format_detection import classify, is_stream_event
-from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, CheckedPayload, check_payload
-from thoughtline.record import Delta, Record
+from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES, CheckedPayload, check_payload
 from thoughtline.registry import FORMATS_BY_NAME
 from thoughtline.streams.base import Assembly
 from thoughtline.streams.framing import holds_several_chunks

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
-from thoughtline import detection_codes
+from thoughtline.contract import detection_codes
 from thoughtline.formats import dialects
 
 

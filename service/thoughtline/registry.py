@@ -15,6 +15,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
+from thoughtline.contract.record import FormatName, Record, ToolCall
 from thoughtline.formats import (
     anthropic,
     bedrock,
@@ -25,7 +26,6 @@ from thoughtline.formats import (
     openai_responses,
 )
 from thoughtline.inspection import readers
-from thoughtline.record import FormatName, Record, ToolCall
 from thoughtline.replay import parts, rebuild
 from thoughtline.streams import anthropic as anthropic_stream
 from thoughtline.streams import bedrock as bedrock_stream

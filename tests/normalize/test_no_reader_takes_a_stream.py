@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from thoughtline.errors import NormalizeError
+from thoughtline.contract.errors import NormalizeError
 from thoughtline.registry import FORMATS_BY_NAME
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import SHARED
 from thoughtline.formats import mistral, ollama, openai_chat
-from thoughtline.formats.compose import Turn, decode_in_one_pass
+from thoughtline.reading.compose import Turn, decode_in_one_pass
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from thoughtline.contract.record import Detection, Record, ToolCall, Usage
 from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     HistoryFingerprint,
@@ -15,7 +16,6 @@ from thoughtline.inspection import (
     thinking_fingerprints,
 )
 from thoughtline.inspection.fingerprints import text_fingerprints
-from thoughtline.record import Detection, Record, ToolCall, Usage
 
 LINE_A = "First I compare the two offers by their total yearly cost."
 LINE_B = "Then I check which of the offers includes the roaming fees."

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from tests.corpus.notes import CORPUS
+from thoughtline.contract.record import Record
 from thoughtline.inspection import (
     RequestInspection,
     inspect_request,
     repeated_reasoning,
     thinking_fingerprints,
 )
-from thoughtline.record import Record
 from thoughtline.registry import format_named
 from thoughtline.replay import build_history, encode_history
 

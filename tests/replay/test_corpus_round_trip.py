@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from thoughtline.record import KNOWN_FORMATS, Record
+from thoughtline.contract.record import KNOWN_FORMATS, Record
 from thoughtline.registry import format_named
 from thoughtline.replay import build_history, encode_history
 

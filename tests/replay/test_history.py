@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import thoughtline
-from thoughtline.errors import ReplayError
-from thoughtline.record import Record
+from thoughtline.contract.errors import ReplayError
+from thoughtline.contract.record import Record
 from thoughtline.replay import build_history, encode_history, read_records
 
 SIGNED_THOUGHT = (

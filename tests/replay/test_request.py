@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from thoughtline.errors import NormalizeError, UnknownFormatError
+from thoughtline.contract.errors import NormalizeError, UnknownFormatError
 from thoughtline.inspection import detect_request_format, inspect_request, normalize_request
 
 THINKING = (

@@ -21,11 +21,11 @@ from typing import BinaryIO
 
 import msgspec
 
-from thoughtline import schema as schema_module
-from thoughtline.errors import NormalizeError, ThoughtlineError
+from thoughtline.contract import schema as schema_module
+from thoughtline.contract.errors import NormalizeError, ThoughtlineError
+from thoughtline.contract.record import KNOWN_FORMATS, encode
 from thoughtline.normalization import normalize
-from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES
-from thoughtline.record import KNOWN_FORMATS, encode
+from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
 
 Command = Callable[[argparse.Namespace], int]
 

@@ -32,9 +32,9 @@ from typing import Final, cast
 import redis
 
 from thoughtline.cli import console
-from thoughtline.errors import NormalizeError, ThoughtlineError
+from thoughtline.contract.errors import NormalizeError, ThoughtlineError
+from thoughtline.contract.record import KNOWN_FORMATS
 from thoughtline.format_detection import detect_format, looks_like_stream
-from thoughtline.record import KNOWN_FORMATS
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
 from thoughtline.worker.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url

@@ -24,24 +24,24 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.errors import NormalizeError
-from thoughtline.formats.compose import (
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import Detection, FinishReason, Record, ToolCall, Usage
+from thoughtline.reading.compose import (
     Turn,
-    build_record,
     decode,
     join_blocks,
     malformed,
     present,
     tool_arguments,
 )
-from thoughtline.formats.wire_values import (
+from thoughtline.reading.turn import build_record
+from thoughtline.reading.wire_values import (
     is_filled_string,
     probe_view,
     string_or_none,
     view_or_detect,
     view_or_none,
 )
-from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 
 FORMAT: Final = "bedrock_converse"
 PROVIDER: Final = "amazon_bedrock"

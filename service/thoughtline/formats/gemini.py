@@ -14,10 +14,11 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.errors import NormalizeError
-from thoughtline.formats.compose import Turn, build_record, decode, malformed, present
-from thoughtline.formats.wire_values import string_or_none, view_or_detect
-from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import Detection, FinishReason, Record, ToolCall, Usage
+from thoughtline.reading.compose import Turn, decode, malformed, present
+from thoughtline.reading.turn import build_record
+from thoughtline.reading.wire_values import string_or_none, view_or_detect
 
 FORMAT: Final = "gemini"
 PROVIDER: Final = "google"

@@ -17,11 +17,12 @@ from typing import Any, Final
 
 import msgspec
 
+from thoughtline.contract.record import FinishReason, Record
 from thoughtline.formats import openai_chat
-from thoughtline.formats.compose import Turn, build_record, decode_in_one_pass, malformed
 from thoughtline.formats.openai_chat import ChatCompletionView, ContentTexts, content_part_path
-from thoughtline.formats.wire_values import probe_view
-from thoughtline.record import FinishReason, Record
+from thoughtline.reading.compose import Turn, decode_in_one_pass, malformed
+from thoughtline.reading.turn import build_record
+from thoughtline.reading.wire_values import probe_view
 
 FORMAT: Final = "mistral"
 PROVIDER: Final = "mistral"

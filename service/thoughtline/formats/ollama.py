@@ -21,11 +21,12 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.errors import NormalizeError
-from thoughtline.formats.compose import Turn, build_record, decode, malformed
-from thoughtline.formats.function_calls import ToolCallView, add_tool_calls, read_tool_calls
-from thoughtline.formats.wire_values import probe_view
-from thoughtline.record import Detection, FinishReason, Record, Usage
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import Detection, FinishReason, Record, Usage
+from thoughtline.reading.compose import Turn, decode, malformed
+from thoughtline.reading.function_calls import ToolCallView, add_tool_calls, read_tool_calls
+from thoughtline.reading.turn import build_record
+from thoughtline.reading.wire_values import probe_view
 
 FORMAT: Final = "ollama"
 PROVIDER: Final = "ollama"

@@ -39,10 +39,10 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from thoughtline.errors import NormalizeError
-from thoughtline.formats.compose import (
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import Detection, FinishReason, Record, Usage
+from thoughtline.reading.compose import (
     Turn,
-    build_record,
     decode,
     decode_in_one_pass,
     join_blocks,
@@ -50,15 +50,15 @@ from thoughtline.formats.compose import (
     malformed,
     present,
 )
-from thoughtline.formats.function_calls import (
+from thoughtline.reading.function_calls import (
     RawList,
     ToolCallView,
     add_tool_calls,
     read_function_call,
     read_tool_calls,
 )
-from thoughtline.formats.wire_values import probe_view, string_or_none, view_or_detect, view_or_none
-from thoughtline.record import Detection, FinishReason, Record, Usage
+from thoughtline.reading.turn import build_record
+from thoughtline.reading.wire_values import probe_view, string_or_none, view_or_detect, view_or_none
 
 FORMAT: Final = "openai_chat"
 PROVIDER: Final = "openai"

@@ -24,23 +24,23 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.formats.compose import (
+from thoughtline.contract.record import Detection, FinishReason, Record, ToolCall, Usage
+from thoughtline.reading.compose import (
     Turn,
-    build_record,
     decode,
     join_blocks,
     malformed,
     present,
     tool_arguments,
 )
-from thoughtline.formats.wire_values import (
+from thoughtline.reading.turn import build_record
+from thoughtline.reading.wire_values import (
     is_string,
     probe_view,
     string_or_none,
     view_or_detect,
     view_or_none,
 )
-from thoughtline.record import Detection, FinishReason, Record, ToolCall, Usage
 
 FORMAT: Final = "openai_responses"
 PROVIDER: Final = "openai"

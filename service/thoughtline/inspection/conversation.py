@@ -16,9 +16,9 @@ from typing import Final
 
 import msgspec
 
-from thoughtline.formats.compose import leaked
+from thoughtline.contract.record import Detection, Record
 from thoughtline.inspection.fingerprints import text_fingerprints
-from thoughtline.record import Detection, Record
+from thoughtline.reading.compose import leaked
 from thoughtline.replay.history import reasoning_paths
 
 DEFAULT_REASONING_ONLY_LOOP_LIMIT: Final = 3

@@ -34,8 +34,8 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.formats.compose import leaked, malformed
-from thoughtline.record import Detection
+from thoughtline.contract.record import Detection
+from thoughtline.reading.compose import leaked, malformed
 
 
 class RequestReading(msgspec.Struct):

@@ -25,9 +25,9 @@ from collections.abc import Iterable
 import msgspec
 
 from thoughtline import registry
-from thoughtline.errors import ReplayError
+from thoughtline.contract.errors import ReplayError
+from thoughtline.contract.record import KNOWN_FORMATS, Record
 from thoughtline.formats.inline_reasoning import REASONING_IN_TEXT_CODES
-from thoughtline.record import KNOWN_FORMATS, Record
 from thoughtline.replay import rebuild
 from thoughtline.replay.messages import native_message, read_message
 from thoughtline.replay.parts import (

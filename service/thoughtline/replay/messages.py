@@ -22,7 +22,7 @@ from typing import Final
 import msgspec
 
 from thoughtline import registry
-from thoughtline.record import Record
+from thoughtline.contract.record import Record
 from thoughtline.replay.parts import Fields, NoteReason, ReplayRule, fields_of, value_of
 
 _REASONING_TEXT_FIELDS: Final = ("reasoning_content", "reasoning", "thinking")

@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 
 from thoughtline import registry
-from thoughtline.errors import ReplayError
-from thoughtline.record import Record, ToolCall
+from thoughtline.contract.errors import ReplayError
+from thoughtline.contract.record import Record, ToolCall
 
 TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
 """(content, tool calls, their ids) -> the target's turn items as JSON-ready values."""

@@ -19,7 +19,7 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from thoughtline.formats.compose import present
+from thoughtline.reading.compose import present
 from thoughtline.streams.base import (
     RawObject,
     TextField,

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.formats.compose import present
+from thoughtline.reading.compose import present
 from thoughtline.streams.base import (
     Assembly,
     Chunk,

@@ -48,11 +48,12 @@ from typing import Final, NamedTuple
 
 import msgspec
 
-from thoughtline.errors import NormalizeError
-from thoughtline.formats.compose import leaked, may_carry_thought_label
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import KNOWN_FORMATS, Delta, DeltaText, Detection, Record
 from thoughtline.formats.inline_reasoning import IncrementalExtractor
-from thoughtline.payload import meta_object, require_utf8
-from thoughtline.record import KNOWN_FORMATS, Delta, DeltaText, Detection, Record
+from thoughtline.reading.compose import leaked
+from thoughtline.reading.payload import meta_object, require_utf8
+from thoughtline.reading.turn import may_carry_thought_label
 from thoughtline.registry import FORMATS_BY_NAME
 from thoughtline.streams.base import Chunk, Piece
 from thoughtline.streams.framing import frame

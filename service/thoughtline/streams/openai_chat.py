@@ -32,12 +32,12 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from thoughtline.formats.compose import present
 from thoughtline.formats.openai_chat import (
     THOUGHT_OPENER,
     ThoughtSpan,
     thought_spans,
 )
+from thoughtline.reading.compose import present
 from thoughtline.streams.base import (
     Assembly,
     Chunk,

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.formats.compose import malformed, present
+from thoughtline.reading.compose import malformed, present
 from thoughtline.streams.base import (
     Assembly,
     Chunk,

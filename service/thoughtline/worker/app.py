@@ -41,7 +41,7 @@ from faststream.redis.message import FAKE_CONSUMER, RedisBatchStreamMessage
 from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis import exceptions as redis_errors
 
-from thoughtline.errors import ThoughtlineError
+from thoughtline.contract.errors import ThoughtlineError
 from thoughtline.worker.batches import BatchHandler, cancel_until_done
 from thoughtline.worker.commit import Committer, GroupVanishedError
 from thoughtline.worker.connections import Broker, ClusterBroker, RedisClient, async_client

@@ -27,6 +27,7 @@ from typing import Final
 from redis.asyncio import Redis, RedisCluster
 from redis.typing import EncodableT, FieldT
 
+from thoughtline.contract.record import Detection, Record
 from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     RequestInspection,
@@ -36,7 +37,6 @@ from thoughtline.inspection import (
     repeated_reasoning,
     thinking_fingerprints,
 )
-from thoughtline.record import Detection, Record
 from thoughtline.worker.settings import (
     DEFAULT_CONVERSATION_PREFIX,
     DEFAULT_CONVERSATION_TTL_SECONDS,

@@ -8,8 +8,8 @@ from typing import Final
 
 import msgspec
 
-from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.record import KNOWN_FORMATS
+from thoughtline.contract.errors import NormalizeError, UnknownFormatError
+from thoughtline.contract.record import KNOWN_FORMATS
 
 DEFAULT_MAX_PAYLOAD_BYTES: Final = 32 * 1024 * 1024
 _KNOWN_FORMAT_SET: Final = frozenset(KNOWN_FORMATS)

@@ -16,9 +16,9 @@ from typing import Any
 
 import msgspec
 
-from thoughtline.formats.compose import Turn, malformed, present, tool_arguments
-from thoughtline.formats.wire_values import view_or_detect
-from thoughtline.record import ToolCall
+from thoughtline.contract.record import ToolCall
+from thoughtline.reading.compose import Turn, malformed, present, tool_arguments
+from thoughtline.reading.wire_values import view_or_detect
 
 RawList = list[msgspec.Raw]
 

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import msgspec
 
-from thoughtline.record import Delta, Entry, LiveEntry, Record
+from thoughtline.contract.record import Delta, Entry, LiveEntry, Record
 
 SCHEMA_FILES: Final[dict[str, type[msgspec.Struct]]] = {
     "entry.schema.json": Entry,

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from thoughtline.detection_codes import DetectionCode
-from thoughtline.errors import NormalizeError
-from thoughtline.formats.compose import decoder_for, malformed
-from thoughtline.record import Detection
+from thoughtline.contract.detection_codes import DetectionCode
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import Detection
+from thoughtline.reading.compose import decoder_for, malformed
 
 T = TypeVar("T")
 
