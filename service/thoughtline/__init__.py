@@ -8,8 +8,8 @@
 
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
 from thoughtline.contract.record import Delta, Detection, Record, ToolCall, Usage, decode, encode
-from thoughtline.format_detection import detect_format
 from thoughtline.normalization import deltas, normalize
+from thoughtline.providers.detection import detect_format
 
 __all__ = [
     "Delta",

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import Delta, Record
-from thoughtline.format_detection import classify, is_stream_event
+from thoughtline.providers.detection import classify, is_stream_event
+from thoughtline.providers.registry import FORMATS_BY_NAME
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES, CheckedPayload, check_payload
-from thoughtline.registry import FORMATS_BY_NAME
 from thoughtline.streams.base import Assembly
 from thoughtline.streams.framing import holds_several_chunks
 from thoughtline.streams.reading import read_stream, stream_deltas, whole_body_delta

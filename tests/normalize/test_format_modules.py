@@ -14,8 +14,8 @@ from typing import get_args
 
 import pytest
 
-from thoughtline import registry
 from thoughtline.contract.record import FinishReason
+from thoughtline.providers import registry
 from thoughtline.reading import function_calls
 
 MODULES: dict[str, ModuleType] = {

@@ -21,7 +21,7 @@ import pytest
 import thoughtline
 from thoughtline.formats.dialects import DIALECTS
 from thoughtline.inspection import normalize_request
-from thoughtline.registry import format_named
+from thoughtline.providers.registry import format_named
 from thoughtline.replay import build_history
 
 ACCEPTED = Path(__file__).parent / "accepted"

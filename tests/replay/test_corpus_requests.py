@@ -23,7 +23,7 @@ from thoughtline.inspection import (
     repeated_reasoning,
     thinking_fingerprints,
 )
-from thoughtline.registry import format_named
+from thoughtline.providers.registry import format_named
 from thoughtline.replay import build_history, encode_history
 
 from .corpus import (

@@ -13,7 +13,7 @@ import thoughtline
 from tests.service.support import running_worker, wait_until
 from thoughtline.cli.demo import sample_files, sample_format
 from thoughtline.contract.record import KNOWN_FORMATS
-from thoughtline.registry import format_named
+from thoughtline.providers.registry import format_named
 from thoughtline.worker.commit import Committer
 from thoughtline.worker.entries import process
 from thoughtline.worker.settings import Settings

@@ -193,7 +193,7 @@ def run_normalize(arguments: argparse.Namespace) -> int:
 
 def _request_hint(payload: bytes) -> str:
     """When a payload that is no response reads as a provider request body, say so."""
-    from thoughtline.format_detection import detect_request_format
+    from thoughtline.providers.detection import detect_request_format
 
     try:
         body = msgspec.json.decode(payload)

@@ -34,7 +34,7 @@ import redis
 from thoughtline.cli import console
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError
 from thoughtline.contract.record import KNOWN_FORMATS
-from thoughtline.format_detection import detect_format, looks_like_stream
+from thoughtline.providers.detection import detect_format, looks_like_stream
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
 from thoughtline.worker.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url

@@ -12,7 +12,6 @@ the text itself); `conversation` holds the per-conversation rules. The Redis sid
 `thoughtline.worker.conversations`.
 """
 
-from thoughtline.format_detection import detect_request_format
 from thoughtline.inspection.conversation import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     conversation_id,
@@ -22,6 +21,7 @@ from thoughtline.inspection.conversation import (
 )
 from thoughtline.inspection.fingerprints import HistoryFingerprint, repeated_reasoning
 from thoughtline.inspection.request import RequestInspection, inspect_request, normalize_request
+from thoughtline.providers.detection import detect_request_format
 
 __all__ = [
     "DEFAULT_REASONING_ONLY_LOOP_LIMIT",

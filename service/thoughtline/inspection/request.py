@@ -21,9 +21,7 @@ from typing import Any, cast
 
 import msgspec
 
-from thoughtline import registry
 from thoughtline.contract.record import Detection, FormatName, Record
-from thoughtline.format_detection import detect_request_format
 from thoughtline.formats import inline_reasoning
 from thoughtline.inspection.fingerprints import (
     MIN_SHARE,
@@ -33,6 +31,8 @@ from thoughtline.inspection.fingerprints import (
     text_segments,
 )
 from thoughtline.inspection.readers import RequestReading
+from thoughtline.providers import registry
+from thoughtline.providers.detection import detect_request_format
 from thoughtline.reading.compose import EMPTY_META, decode, leaked
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_payload
 

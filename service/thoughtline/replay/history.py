@@ -24,10 +24,10 @@ from collections.abc import Iterable
 
 import msgspec
 
-from thoughtline import registry
 from thoughtline.contract.errors import ReplayError
 from thoughtline.contract.record import KNOWN_FORMATS, Record
 from thoughtline.formats.inline_reasoning import REASONING_IN_TEXT_CODES
+from thoughtline.providers import registry
 from thoughtline.replay import rebuild
 from thoughtline.replay.messages import native_message, read_message
 from thoughtline.replay.parts import (

@@ -21,8 +21,8 @@ from typing import Final
 
 import msgspec
 
-from thoughtline import registry
 from thoughtline.contract.record import Record
+from thoughtline.providers import registry
 from thoughtline.replay.parts import Fields, NoteReason, ReplayRule, fields_of, value_of
 
 _REASONING_TEXT_FIELDS: Final = ("reasoning_content", "reasoning", "thinking")

@@ -27,7 +27,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from thoughtline import registry
+from thoughtline.providers import registry
 
 PartKind = Literal["visible", "opaque", "dropped", "other"]
 NoteReason = Literal[

@@ -17,9 +17,9 @@ from typing import Any
 
 import msgspec
 
-from thoughtline import registry
 from thoughtline.contract.errors import ReplayError
 from thoughtline.contract.record import Record, ToolCall
+from thoughtline.providers import registry
 
 TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
 """(content, tool calls, their ids) -> the target's turn items as JSON-ready values."""

@@ -10,11 +10,11 @@ import msgspec
 
 from thoughtline.contract.errors import NormalizeError, UnknownFormatError
 from thoughtline.contract.record import Delta, DeltaText, Record, Usage
-from thoughtline.format_detection import detect_stream_format
 from thoughtline.formats.inline_reasoning import extract_chunks
+from thoughtline.providers.detection import detect_stream_format
+from thoughtline.providers.registry import FORMATS_BY_NAME, same_stream_shape
 from thoughtline.reading.compose import malformed
 from thoughtline.reading.turn import may_carry_thought_label
-from thoughtline.registry import FORMATS_BY_NAME, same_stream_shape
 from thoughtline.streams.base import Assembly, Chunk, Piece
 from thoughtline.streams.framing import frame
 

@@ -15,7 +15,7 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from thoughtline.contract.errors import UnknownFormatError
-from thoughtline.formats import mistral
+from thoughtline.providers.mistral import body as mistral
 from thoughtline.reading.compose import decode, present
 from thoughtline.streams.base import Chunk
 from thoughtline.streams.framing import holds_several_chunks

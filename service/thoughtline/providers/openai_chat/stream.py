@@ -32,11 +32,8 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from thoughtline.formats.openai_chat import (
-    THOUGHT_OPENER,
-    ThoughtSpan,
-    thought_spans,
-)
+from thoughtline.providers.openai_chat.body import THOUGHT_OPENER, ThoughtSpan, thought_spans
+from thoughtline.providers.openai_chat.message import REASONING_FIELDS, Added, MessageAssembler
 from thoughtline.reading.compose import present
 from thoughtline.streams.base import (
     Assembly,
@@ -51,11 +48,8 @@ from thoughtline.streams.base import (
     merge_last_wins,
     read_object,
 )
-from thoughtline.streams.chat_message import REASONING_FIELDS, Added, MessageAssembler
 
 _VISIBLE_SOURCES: Final = frozenset({"content", "refusal", "refusal_part"})
-_MISTRAL_VISIBLE_SOURCES: Final = frozenset({"content", "refusal"})
-"""`mistral.py` reads no `refusal` content part (an `unknown_part`): no text in its deltas."""
 _CHUNK_ONLY_FIELDS: Final = frozenset({"delta", "index"})
 _NO_BLOCK: Final = object()
 _JSON_TRUE: Final = b"true"
@@ -86,31 +80,21 @@ class _State:
         self.added: list[list[Added]] = []
 
 
-def assemble_mistral(chunks: Sequence[Chunk], done_marker: bool) -> Assembly:
-    """A Mistral stream: Chat chunks, read as `mistral.py` reads the body."""
-    return assemble(chunks, done_marker, visible_sources=_MISTRAL_VISIBLE_SOURCES)
-
-
 def assemble(
     chunks: Sequence[Chunk],
     done_marker: bool,
     visible_sources: frozenset[str] = _VISIBLE_SOURCES,
 ) -> Assembly:
     """The chunks of one Chat stream -> the non-streamed body, pieces, completeness."""
-    return _ChatRun(visible_sources).run(chunks, done_marker)
+    return ChatRun(visible_sources).run(chunks, done_marker)
 
 
 def start() -> StreamRun[_State]:
     """A Chat stream fed chunk by chunk."""
-    return _ChatRun(_VISIBLE_SOURCES)
+    return ChatRun(_VISIBLE_SOURCES)
 
 
-def start_mistral() -> StreamRun[_State]:
-    """A Mistral stream fed chunk by chunk."""
-    return _ChatRun(_MISTRAL_VISIBLE_SOURCES)
-
-
-class _ChatRun(StreamRun[_State]):
+class ChatRun(StreamRun[_State]):
     """The pieces of a Chat stream depend on the whole message so far (which reasoning field
     it reads), so they are worked out from what each chunk added when asked for."""
 

@@ -18,8 +18,12 @@ from typing import Any, Final
 import msgspec
 
 from thoughtline.contract.record import FinishReason, Record
-from thoughtline.formats import openai_chat
-from thoughtline.formats.openai_chat import ChatCompletionView, ContentTexts, content_part_path
+from thoughtline.providers.openai_chat import body as openai_chat
+from thoughtline.providers.openai_chat.body import (
+    ChatCompletionView,
+    ContentTexts,
+    content_part_path,
+)
 from thoughtline.reading.compose import Turn, decode_in_one_pass, malformed
 from thoughtline.reading.turn import build_record
 from thoughtline.reading.wire_values import probe_view

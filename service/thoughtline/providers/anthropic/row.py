@@ -1,0 +1,21 @@
+"""The anthropic row: the code that serves this format in each layer."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from thoughtline.inspection import readers
+from thoughtline.providers.anthropic import body, stream
+from thoughtline.providers.row import Format
+from thoughtline.replay import parts, rebuild
+
+ROW: Final = Format(
+    name="anthropic",
+    provider="anthropic",
+    body=body,
+    assemble_stream=stream.assemble,
+    start_stream=stream.start,
+    read_request=readers.read_anthropic_request,
+    rebuild_turn=rebuild.anthropic_turn,
+    replay_parts=parts.ANTHROPIC_BLOCKS,
+)

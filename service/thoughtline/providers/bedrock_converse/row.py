@@ -1,0 +1,21 @@
+"""The bedrock_converse row: the code that serves this format in each layer."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from thoughtline.inspection import readers
+from thoughtline.providers.bedrock_converse import body, stream
+from thoughtline.providers.row import Format
+from thoughtline.replay import parts, rebuild
+
+ROW: Final = Format(
+    name="bedrock_converse",
+    provider="amazon_bedrock",
+    body=body,
+    assemble_stream=stream.assemble,
+    start_stream=stream.start,
+    read_request=readers.read_bedrock_request,
+    rebuild_turn=rebuild.bedrock_turn,
+    replay_parts=parts.BEDROCK_BLOCKS,
+)

@@ -1,0 +1,23 @@
+"""The gemini row: the code that serves this format in each layer."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from thoughtline.inspection import readers
+from thoughtline.providers.gemini import body, stream
+from thoughtline.providers.row import Format
+from thoughtline.replay import parts, rebuild
+
+ROW: Final = Format(
+    name="gemini",
+    provider="google",
+    body=body,
+    assemble_stream=stream.assemble,
+    start_stream=stream.start,
+    read_request=readers.read_gemini_request,
+    rebuild_turn=rebuild.gemini_turn,
+    replay_parts=parts.GEMINI_PARTS,
+    history_field="contents",
+    tool_call_ids=False,
+)

@@ -1,0 +1,22 @@
+"""The mistral row: the code that serves this format in each layer."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from thoughtline.inspection import readers
+from thoughtline.providers.mistral import body, stream
+from thoughtline.providers.row import Format
+from thoughtline.replay import rebuild
+
+ROW: Final = Format(
+    name="mistral",
+    provider="mistral",
+    body=body,
+    assemble_stream=stream.assemble,
+    start_stream=stream.start,
+    read_request=readers.read_mistral_request,
+    rebuild_turn=rebuild.mistral_turn,
+    replay_parts=None,
+    stream_family="openai_chat",
+)

@@ -1,0 +1,2 @@
+"""The ollama provider, in one folder: its body reader (`body`), stream assembler
+(`stream`) and row (`row`)."""

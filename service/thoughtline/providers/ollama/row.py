@@ -1,0 +1,23 @@
+"""The ollama row: the code that serves this format in each layer."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from thoughtline.inspection import readers
+from thoughtline.providers.ollama import body, stream
+from thoughtline.providers.row import Format
+from thoughtline.replay import rebuild
+
+ROW: Final = Format(
+    name="ollama",
+    provider="ollama",
+    body=body,
+    assemble_stream=stream.assemble,
+    start_stream=stream.start,
+    read_request=readers.read_ollama_request,
+    rebuild_turn=rebuild.ollama_turn,
+    replay_parts=None,
+    tool_call_ids=False,
+    tool_turn_reasoning="thinking",
+)

@@ -1,0 +1,22 @@
+"""The openai_chat row: the code that serves this format in each layer."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from thoughtline.inspection import readers
+from thoughtline.providers.openai_chat import body, stream
+from thoughtline.providers.row import Format
+from thoughtline.replay import rebuild
+
+ROW: Final = Format(
+    name="openai_chat",
+    provider="openai",
+    body=body,
+    assemble_stream=stream.assemble,
+    start_stream=stream.start,
+    read_request=readers.read_chat_request,
+    rebuild_turn=rebuild.chat_turn,
+    replay_parts=None,
+    tool_turn_reasoning="reasoning_content",
+)
