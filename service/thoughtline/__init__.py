@@ -6,9 +6,9 @@
 >>> thoughtline.deltas(recorded_stream)                 # one normalized Delta per chunk
 """
 
+from thoughtline.api import deltas, normalize
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
 from thoughtline.contract.record import Delta, Detection, Record, ToolCall, Usage, decode, encode
-from thoughtline.normalization import deltas, normalize
 from thoughtline.providers.detection import detect_format
 
 __all__ = [

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
+from thoughtline.api import normalize
 from thoughtline.contract.record import Record
-from thoughtline.normalization import normalize
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
 from thoughtline.reading.turn import VisibleTextReading, explaining
 

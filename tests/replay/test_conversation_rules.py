@@ -5,12 +5,12 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from thoughtline.api import is_reasoning_only
 from thoughtline.contract.record import Detection, Record, ToolCall, Usage
 from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     HistoryFingerprint,
     conversation_id,
-    is_reasoning_only,
     reasoning_only_loop,
     repeated_reasoning,
     thinking_fingerprints,

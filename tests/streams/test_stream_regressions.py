@@ -10,7 +10,7 @@ import pytest
 
 import thoughtline
 from tests.streams.checks import assert_deltas_add_up, comparable
-from thoughtline import normalization
+from thoughtline import api as normalization
 from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import KNOWN_FORMATS
 

@@ -21,10 +21,10 @@ from typing import BinaryIO
 
 import msgspec
 
+from thoughtline.api import normalize
 from thoughtline.contract import schema as schema_module
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError
 from thoughtline.contract.record import KNOWN_FORMATS, encode
-from thoughtline.normalization import normalize
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
 
 Command = Callable[[argparse.Namespace], int]
@@ -84,7 +84,7 @@ def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     )
 
     def run_replay(arguments: argparse.Namespace) -> int:
-        from thoughtline import replay
+        from thoughtline import api, replay
 
         try:
             data = _read(arguments.records, DEFAULT_MAX_PAYLOAD_BYTES)
@@ -92,12 +92,12 @@ def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
             print(f"thoughtline: {arguments.records}: {_one_line(error)}", file=sys.stderr)
             return 1
         source = "stdin" if arguments.records == "-" else arguments.records
-        history = replay.build_history(
+        history = api.build_history(
             replay.read_records(data, source),
             arguments.to,
             preserve_reasoning=arguments.preserve_reasoning,
         )
-        sys.stdout.buffer.write(replay.encode_history(history) + b"\n")
+        sys.stdout.buffer.write(api.encode_history(history) + b"\n")
         return 0
 
     command.set_defaults(command=run_replay)
@@ -207,7 +207,7 @@ def _request_hint(payload: bytes) -> str:
 
 def _normalize_one(payload: bytes, name: str, arguments: argparse.Namespace) -> bytes:
     if arguments.kind == "request":
-        from thoughtline.inspection import normalize_request
+        from thoughtline.api import normalize_request
 
         request = normalize_request(
             payload, arguments.format, max_payload_bytes=arguments.max_payload_bytes
@@ -222,7 +222,7 @@ def _normalize_one(payload: bytes, name: str, arguments: argparse.Namespace) -> 
         )
         return explain.report(name, explanation).encode()
     if arguments.deltas:
-        from thoughtline.normalization import deltas as deltas_of
+        from thoughtline.api import deltas as deltas_of
 
         deltas = deltas_of(payload, arguments.format)
         for delta in deltas:  # the record's id rule: the response id, else the file name

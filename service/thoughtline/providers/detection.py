@@ -14,8 +14,9 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
-from thoughtline.contract.errors import UnknownFormatError
+from thoughtline.contract.errors import NormalizeError, UnknownFormatError
 from thoughtline.providers.mistral import body as mistral
+from thoughtline.providers.registry import same_stream_shape
 from thoughtline.reading.compose import decode, present
 from thoughtline.streams.base import Chunk
 from thoughtline.streams.framing import holds_several_chunks
@@ -168,6 +169,38 @@ def detect_stream_format(chunks: Sequence[Chunk]) -> str:
         "`message_start`/`content_block_*`, Chat/Mistral `choices`, Responses `response.*`, "
         "Bedrock `contentBlockDelta`, Ollama `done`); pass the format explicitly"
     )
+
+
+def stream_format(chunks: Sequence[Chunk], format: str | None) -> tuple[str, bool]:
+    """The format a recorded stream is read as, and whether any chunk is recognisably a
+    stream event at all. A given format stands unless the chunks clearly belong to another
+    one (a clear error rather than an empty record); Mistral and Chat chunks are one shape."""
+    if format is None:
+        try:
+            return detect_stream_format(chunks), True
+        except UnknownFormatError:
+            if not any(_is_json(chunk.data) for chunk in chunks):
+                raise NormalizeError(
+                    "not_json", "no chunk of the recorded stream is JSON"
+                ) from None
+            raise
+    try:
+        detected = detect_stream_format(chunks)
+    except UnknownFormatError:
+        return format, False
+    if not same_stream_shape(detected, format):
+        raise NormalizeError(
+            "invalid_payload", f"the recorded stream is {detected} chunks, not {format}"
+        )
+    return format, True
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        msgspec.json.decode(data, type=msgspec.Raw)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return True
 
 
 def _from_event_name(event: str | None) -> str | None:

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
-from thoughtline.providers import registry
+from thoughtline.contract.record import ToolCall
 
 PartKind = Literal["visible", "opaque", "dropped", "other"]
 NoteReason = Literal[
@@ -198,6 +198,9 @@ class PartFormat:
     is_call: Callable[[Fields], bool]
     """A client tool call (or its result): rebuilt in another format from `tool_calls`."""
     parts_field: str = "content"
+    reasoning_needs_following_item: bool = False
+    """A trailing reasoning item goes nowhere: the provider only accepts one with the item it
+    led to after it (Responses)."""
 
 
 def _has_field(*names: str) -> Callable[[Fields], bool]:
@@ -236,28 +239,56 @@ RESPONSES_ITEMS: Final[PartFormat] = PartFormat(
     assistant_role=None,
     rule="reasoning_items",
     is_call=_typed("function_call"),
+    reasoning_needs_following_item=True,
 )
 """The part-list formats' readers (the registry names each format's); the Chat-shaped
 formats are in `messages.py`."""
 
 
-def carries_rebuildable(format_name: str, raw: msgspec.Raw) -> bool:
+def carries_rebuildable(part_format: PartFormat | None, raw: msgspec.Raw) -> bool:
     """Whether a part's meaning survives a rebuild from `content` and `tool_calls`: visible
     text, a client tool call, or reasoning (noted apart). Anything else (media, code, a
     server-side tool item) has no place in another format's history."""
-    reading = read_part(format_name, raw)
+    reading = read_part(part_format, raw)
     if reading.kind != "other":
         return True
-    part_format = registry.format_named(format_name).replay_parts
     fields = fields_of(raw)
     return part_format is not None and fields is not None and part_format.is_call(fields)
 
 
-def read_part(format_name: str, raw: msgspec.Raw) -> PartReading:
+def read_part(part_format: PartFormat | None, raw: msgspec.Raw) -> PartReading:
+    """What one replay part is, read by its format's `PartFormat` (None: Chat-shaped)."""
     fields = fields_of(raw)
-    if fields is None:
-        return OTHER
-    part_format = registry.format_named(format_name).replay_parts
-    if part_format is None:
+    if fields is None or part_format is None:
         return OTHER
     return part_format.read(fields)
+
+
+TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
+"""(content, tool calls, their ids) -> the target's turn items as JSON-ready values."""
+
+
+class ReplayRow(Protocol):
+    """What replay needs of a provider row (the API hands the engine a lookup of rows)."""
+
+    @property
+    def replay_parts(self) -> PartFormat | None: ...
+
+    @property
+    def history_field(self) -> str: ...
+
+    @property
+    def tool_call_ids(self) -> bool: ...
+
+    @property
+    def tool_turn_reasoning(self) -> str | None: ...
+
+    @property
+    def message_shaped(self) -> bool: ...
+
+    @property
+    def rebuild_turn(self) -> TurnBuilder: ...
+
+
+Rows = Callable[[str], ReplayRow]
+"""A format's row by its name (the records of one history may be of several formats)."""

@@ -12,25 +12,23 @@ call the provider gave none: `call_<record index>_<call index>`, reported as
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from thoughtline.contract.errors import ReplayError
 from thoughtline.contract.record import Record, ToolCall
-from thoughtline.providers import registry
-
-TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
-"""(content, tool calls, their ids) -> the target's turn items as JSON-ready values."""
+from thoughtline.replay.parts import ReplayRow
 
 
-def call_ids(record: Record, record_index: int, target: str) -> tuple[list[str | None], list[int]]:
+def call_ids(
+    record: Record, record_index: int, target: ReplayRow
+) -> tuple[list[str | None], list[int]]:
     """The id each call goes back with, and the indexes of calls that got an assigned id."""
     ids: list[str | None] = []
     assigned: list[int] = []
     for index, call in enumerate(record.tool_calls):
-        if call.id is None and registry.format_named(target).tool_call_ids:
+        if call.id is None and target.tool_call_ids:
             ids.append(f"call_{record_index}_{index}")
             assigned.append(index)
         else:
@@ -38,11 +36,11 @@ def call_ids(record: Record, record_index: int, target: str) -> tuple[list[str |
     return ids, assigned
 
 
-def rebuilt_items(record: Record, target: str, ids: list[str | None]) -> list[bytes]:
+def rebuilt_items(record: Record, target: ReplayRow, ids: list[str | None]) -> list[bytes]:
     """The target's items for this record, encoded; empty when there is nothing to send."""
     if not record.content and not record.tool_calls:
         return []
-    items = registry.format_named(target).rebuild_turn(record.content, record.tool_calls, ids)
+    items = target.rebuild_turn(record.content, record.tool_calls, ids)
     return [msgspec.json.encode(item) for item in items]
 
 

@@ -48,6 +48,7 @@ from typing import Final, NamedTuple
 
 import msgspec
 
+from thoughtline.api import read_chunks
 from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import KNOWN_FORMATS, Delta, DeltaText, Detection, Record
 from thoughtline.formats.inline_reasoning import IncrementalExtractor
@@ -57,7 +58,6 @@ from thoughtline.reading.payload import meta_object, require_utf8
 from thoughtline.reading.turn import may_carry_thought_label
 from thoughtline.streams.base import Chunk, Piece
 from thoughtline.streams.framing import frame
-from thoughtline.streams.reading import read_chunks
 
 __all__ = [
     "STATE_VERSION",

@@ -27,12 +27,12 @@ from typing import Final
 from redis.asyncio import Redis, RedisCluster
 from redis.typing import EncodableT, FieldT
 
+from thoughtline.api import is_reasoning_only
 from thoughtline.contract.record import Detection, Record
 from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     RequestInspection,
     conversation_id,
-    is_reasoning_only,
     reasoning_only_loop,
     repeated_reasoning,
     thinking_fingerprints,
