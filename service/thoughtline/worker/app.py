@@ -53,9 +53,10 @@ from thoughtline.worker.group import (
     group_state,
     remove_dead_consumers,
 )
-from thoughtline.worker.health import HealthServer, ReadinessProblems
+from thoughtline.worker.health import HealthServer
 from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.metrics import Metrics
+from thoughtline.worker.readiness import ReadinessProblems
 from thoughtline.worker.reclaim import Reclaimer
 from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff
 from thoughtline.worker.settings import Settings
