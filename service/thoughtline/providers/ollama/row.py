@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.inspection import readers
-from thoughtline.providers.ollama import body, stream
+from thoughtline.providers.ollama import body, request, stream
 from thoughtline.providers.row import Format
 from thoughtline.replay import rebuild
 
@@ -15,7 +14,7 @@ ROW: Final = Format(
     body=body,
     assemble_stream=stream.assemble,
     start_stream=stream.start,
-    read_request=readers.read_ollama_request,
+    read_request=request.read_request,
     rebuild_turn=rebuild.ollama_turn,
     replay_parts=None,
     tool_call_ids=False,
