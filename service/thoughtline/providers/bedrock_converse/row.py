@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.bedrock_converse import body, request, stream
+from thoughtline.providers.bedrock_converse import body, replay, request, stream
 from thoughtline.providers.row import Format
-from thoughtline.replay import parts, rebuild
 
 ROW: Final = Format(
     name="bedrock_converse",
@@ -15,6 +14,6 @@ ROW: Final = Format(
     assemble_stream=stream.assemble,
     start_stream=stream.start,
     read_request=request.read_request,
-    rebuild_turn=rebuild.bedrock_turn,
-    replay_parts=parts.BEDROCK_BLOCKS,
+    rebuild_turn=replay.rebuild_turn,
+    replay_parts=replay.PARTS,
 )

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.gemini import body, request, stream
+from thoughtline.providers.gemini import body, replay, request, stream
 from thoughtline.providers.row import Format
-from thoughtline.replay import parts, rebuild
 
 ROW: Final = Format(
     name="gemini",
@@ -15,8 +14,8 @@ ROW: Final = Format(
     assemble_stream=stream.assemble,
     start_stream=stream.start,
     read_request=request.read_request,
-    rebuild_turn=rebuild.gemini_turn,
-    replay_parts=parts.GEMINI_PARTS,
+    rebuild_turn=replay.rebuild_turn,
+    replay_parts=replay.PARTS,
     history_field="contents",
     tool_call_ids=False,
 )

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.mistral import body, request, stream
+from thoughtline.providers.mistral import body, replay, request, stream
 from thoughtline.providers.row import Format
-from thoughtline.replay import rebuild
 
 ROW: Final = Format(
     name="mistral",
@@ -15,7 +14,7 @@ ROW: Final = Format(
     assemble_stream=stream.assemble,
     start_stream=stream.start,
     read_request=request.read_request,
-    rebuild_turn=rebuild.mistral_turn,
+    rebuild_turn=replay.rebuild_turn,
     replay_parts=None,
     stream_family="openai_chat",
 )

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.ollama import body, request, stream
+from thoughtline.providers.ollama import body, replay, request, stream
 from thoughtline.providers.row import Format
-from thoughtline.replay import rebuild
 
 ROW: Final = Format(
     name="ollama",
@@ -15,7 +14,7 @@ ROW: Final = Format(
     assemble_stream=stream.assemble,
     start_stream=stream.start,
     read_request=request.read_request,
-    rebuild_turn=rebuild.ollama_turn,
+    rebuild_turn=replay.rebuild_turn,
     replay_parts=None,
     tool_call_ids=False,
     tool_turn_reasoning="thinking",
