@@ -80,8 +80,11 @@ def main() -> None:
             with twin_off(name):
                 off = rate(name, bodies, arguments.seconds)
             ratios.append(on / off)
-        print(f"  {name:<18} {statistics.median(ratios):.2f}x  (rounds: "
-              + ", ".join(f"{ratio:.2f}" for ratio in ratios) + ")")
+        print(
+            f"  {name:<18} {statistics.median(ratios):.2f}x  (rounds: "
+            + ", ".join(f"{ratio:.2f}" for ratio in ratios)
+            + ")"
+        )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from typing import BinaryIO
 import msgspec
 
 from thoughtline.api import normalize
+from thoughtline.cli.names import SERVICE_COMMANDS
 from thoughtline.contract import schema as schema_module
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError
 from thoughtline.contract.record import KNOWN_FORMATS, encode
@@ -31,8 +32,9 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    arguments = parser.parse_args(argv)
+    arguments_given = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(serving=_names_a_service_command(arguments_given))
+    arguments = parser.parse_args(arguments_given)
     command: Command = arguments.command
     try:
         return command(arguments)
@@ -43,7 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, serving: bool = True) -> argparse.ArgumentParser:
+    """The whole command line. `serving` False: the service commands are listed by name only,
+    so a command that does not serve never imports the worker, Redis or FastStream (the
+    command line starts in a fraction of the time)."""
     parser = argparse.ArgumentParser(
         prog="thoughtline",
         description="Normalize raw LLM provider responses: content, thinking, usage, replay parts.",
@@ -53,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_normalize(subparsers)
     _add_inspect(subparsers)
     _add_schema(subparsers)
-    _add_service_commands(subparsers)
+    if serving:
+        _add_service_commands(subparsers)
+    else:
+        _list_service_commands(subparsers)
     _add_replay(subparsers)
     return parser
 
@@ -169,6 +177,21 @@ def _add_service_commands(
     from thoughtline.cli import service  # imported when the parser is built: it loads the worker
 
     service.add_commands(subparsers)
+
+
+def _list_service_commands(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """The service commands' names and one-line help, for `thoughtline --help`."""
+    for name, help_line in SERVICE_COMMANDS.items():
+        subparsers.add_parser(name, help=help_line)
+
+
+def _names_a_service_command(arguments: Sequence[str]) -> bool:
+    """Whether the command named (the first argument that is not an option) is a service
+    command; top-level options are only `--version` and `--help`, which take no value."""
+    command = next((argument for argument in arguments if not argument.startswith("-")), None)
+    return command in SERVICE_COMMANDS
 
 
 def run_normalize(arguments: argparse.Namespace) -> int:
