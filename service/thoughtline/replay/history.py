@@ -186,8 +186,8 @@ def reasoning_paths(record: Record, row: ReplayRow) -> list[str]:
         reading = read_part(row.replay_parts, raw)
         if reading.kind in ("opaque", "dropped"):
             paths.append(f"replay_parts[{index}]")
-        elif reading.signed:
-            paths.append(f"replay_parts[{index}].thoughtSignature")
+        elif reading.signed and row.replay_parts is not None:
+            paths.append(f"replay_parts[{index}].{row.replay_parts.signature_field}")
     return paths
 
 

@@ -122,6 +122,8 @@ class PartFormat:
     is_call: Callable[[Fields], bool]
     """A client tool call (or its result): rebuilt in another format from `tool_calls`."""
     parts_field: str = "content"
+    signature_field: str | None = None
+    """The field a `signed` part carries its opaque state in (Gemini's `thoughtSignature`)."""
     reasoning_needs_following_item: bool = False
     """A trailing reasoning item goes nowhere: the provider only accepts one with the item it
     led to after it (Responses)."""

@@ -43,6 +43,7 @@ PARTS: Final[PartFormat] = PartFormat(
     rule="thought_signatures",
     is_call=has_field("functionCall", "functionResponse"),
     parts_field="parts",
+    signature_field="thoughtSignature",
 )
 
 
