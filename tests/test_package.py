@@ -1,6 +1,6 @@
 """Package-wide contracts: a pure core (nothing outside `worker/`, `cli/`, `capture/` and the
-client does I/O), schemas in sync, every detection code documented, every module in the README
-layout."""
+client does I/O), schemas in sync, every detection code documented, every module in the
+architecture page's layout."""
 
 from __future__ import annotations
 
@@ -110,9 +110,9 @@ def test_readme_quick_start_test_command_is_what_ci_runs() -> None:
     assert command in ci
 
 
-def test_the_readme_layout_names_every_module() -> None:
-    readme = (ROOT / "README.md").read_text()
-    layout = readme.split("<!-- layout:", 1)[1].split("<!-- /layout -->", 1)[0]
+def test_the_architecture_layout_names_every_module() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    layout = page.split("<!-- layout:", 1)[1].split("<!-- /layout -->", 1)[0]
     rows = [line for line in layout.splitlines() if line.startswith("| ")]
     missing = []
     for module in sorted(PACKAGE.rglob("*.py")):
@@ -123,7 +123,7 @@ def test_the_readme_layout_names_every_module() -> None:
             candidates = [row for row in rows if "/`" not in row]
         if not any(f"`{relative.name}`" in row for row in candidates):
             missing.append(str(relative))
-    assert missing == [], "README layout does not name these modules"
+    assert missing == [], "docs/architecture.md's layout does not name these modules"
 
 
 def test_the_detection_code_type_names_exactly_the_registered_codes() -> None:
