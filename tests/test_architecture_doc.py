@@ -27,6 +27,7 @@ def test_the_format_checklist_names_the_folder_files() -> None:
         "stream.py",
         "request.py",
         "replay.py",
+        "shape.py",
         "row.py",
         "__init__.py",
     ]

@@ -37,8 +37,9 @@ WIRE_NAMES: dict[str, tuple[str, ...]] = {
 }
 """Per provider folder: names that belong to that provider alone."""
 
-SHARED_PLACES = ("providers/registry.py", "providers/detection.py")
-"""Where every provider's names may stand: the rows and the probes that tell formats apart."""
+SHARED_PLACES = ("providers/registry.py", "providers/detection.py", "providers/shape.py")
+"""Where every provider's names may stand: the rows, request detection, and the one view of
+top-level keys that every folder's shape probes read."""
 
 EXCEPTIONS: dict[tuple[str, str], str] = {
     ("providers/openai_chat/body.py", "model_length"): (

@@ -1,10 +1,10 @@
 """Which format a payload is, and whether it is one body or a recorded stream: for response
-bodies, for recorded streams (by their chunks) and for request bodies, with the providers'
-stream event names written once.
+bodies, for recorded streams (by their chunks) and for request bodies.
 
-Detection reads top-level keys only (`msgspec.Raw` values are skipped, never decoded), and
-runs only when the producer gave no format: with a format, a compact one-line body goes
-straight to its reader.
+Responses and streams: one decode of the top-level keys (`shape.Shape`; values are skipped,
+never decoded), then the rows' probes (each provider folder's `shape.py`) asked in registry
+order. Detection runs only when the producer gave no format: with a format, a compact
+one-line body goes straight to its reader.
 """
 
 from __future__ import annotations
@@ -15,76 +15,12 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from thoughtline.contract.errors import NormalizeError, UnknownFormatError
-from thoughtline.providers.mistral import body as mistral
-from thoughtline.providers.registry import same_stream_shape
-from thoughtline.reading.compose import decode, present
+from thoughtline.contract.record import FormatName
+from thoughtline.providers.registry import FORMAT_ROWS, same_stream_shape
+from thoughtline.providers.shape import Shape
+from thoughtline.reading.compose import decode
 from thoughtline.streams.base import Chunk
 from thoughtline.streams.framing import holds_several_chunks
-
-ANTHROPIC_EVENTS: Final = frozenset(
-    {
-        "message_start",
-        "message_delta",
-        "message_stop",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-    }
-)
-"""Anthropic's stream event names (`event:` lines and each chunk's `type`)."""
-BEDROCK_EVENTS: Final = frozenset(
-    {
-        "messageStart",
-        "contentBlockStart",
-        "contentBlockDelta",
-        "contentBlockStop",
-        "messageStop",
-        "metadata",
-    }
-)
-"""Bedrock ConverseStream's event names (event lines, or each chunk's only key)."""
-RESPONSES_EVENT_PREFIX: Final = "response."
-CHAT_CHUNK_OBJECT: Final = "chat.completion.chunk"
-
-
-class _Shape(msgspec.Struct):
-    """The top-level keys that tell formats and stream chunks apart; values are skipped."""
-
-    type: Any = None
-    object: Any = None
-    candidates: msgspec.Raw = msgspec.Raw()
-    promptFeedback: msgspec.Raw = msgspec.Raw()  # noqa: N815 - wire name
-    usageMetadata: msgspec.Raw = msgspec.Raw()  # noqa: N815
-    choices: msgspec.Raw = msgspec.Raw()
-    output: msgspec.Raw = msgspec.Raw()
-    stopReason: Any = None  # noqa: N815
-    message: msgspec.Raw = msgspec.Raw()
-    response: msgspec.Raw = msgspec.Raw()
-    done: msgspec.Raw = msgspec.Raw()
-    created_at: msgspec.Raw = msgspec.Raw()
-    content: msgspec.Raw = msgspec.Raw()
-    messageStart: msgspec.Raw = msgspec.Raw()  # noqa: N815 - Bedrock stream events
-    contentBlockStart: msgspec.Raw = msgspec.Raw()  # noqa: N815
-    contentBlockDelta: msgspec.Raw = msgspec.Raw()  # noqa: N815
-    contentBlockStop: msgspec.Raw = msgspec.Raw()  # noqa: N815
-    messageStop: msgspec.Raw = msgspec.Raw()  # noqa: N815
-    metadata: msgspec.Raw = msgspec.Raw()
-
-    def event_type(self) -> str:
-        return self.type if isinstance(self.type, str) else ""
-
-    def is_stream_event(self) -> bool:
-        """Shapes only stream events have: a lone Gemini or Ollama chunk has its body's shape
-        and reads as a body. Of Bedrock's events only `messageStart` and `contentBlockDelta`
-        never stand at a body's top level (a lone `metadata` could be anything)."""
-        event_type = self.event_type()
-        return (
-            event_type in ANTHROPIC_EVENTS
-            or event_type.startswith(RESPONSES_EVENT_PREFIX)
-            or self.object == CHAT_CHUNK_OBJECT
-            or present(self.messageStart)
-            or present(self.contentBlockDelta)
-        )
 
 
 class PayloadKind(NamedTuple):
@@ -101,16 +37,16 @@ def classify(body: bytes, format: str | None) -> PayloadKind:
         return PayloadKind(stream=True, format=format)
     if format is not None:
         return PayloadKind(stream=False, format=format)
-    shape = decode(body, _Shape, "payload")
-    if shape.is_stream_event():  # a stream cut after its first event
+    shape = decode(body, Shape, "payload")
+    if _is_stream_event(shape):  # a stream cut after its first event
         return PayloadKind(stream=True, format=None)
     return PayloadKind(stream=False, format=_body_format(shape, body))
 
 
-def detect_format(body: bytes) -> str:
+def detect_format(body: bytes) -> FormatName:
     """The format of one non-streamed response body, from its top-level shape."""
-    shape = decode(body, _Shape, "payload")
-    if shape.is_stream_event():
+    shape = decode(body, Shape, "payload")
+    if _is_stream_event(shape):
         raise UnknownFormatError("payload is a single stream event, not a response body")
     return _body_format(shape, body)
 
@@ -125,27 +61,30 @@ def looks_like_stream(body: bytes) -> bool:
 
 def is_stream_event(body: bytes) -> bool:
     """True when a one-line JSON payload is a stream event, not a body."""
+    shape = _shape_or_none(body)
+    return shape is not None and _is_stream_event(shape)
+
+
+def _is_stream_event(shape: Shape) -> bool:
+    """Shapes only stream events have: a lone Gemini or Ollama chunk has its body's shape
+    and reads as a body."""
+    return any(row.shape.stream_event(shape) for row in FORMAT_ROWS)
+
+
+def _shape_or_none(data: bytes) -> Shape | None:
     try:
-        return msgspec.json.decode(body, type=_Shape).is_stream_event()
+        return msgspec.json.decode(data, type=Shape)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return False
+        return None
 
 
-def _body_format(shape: _Shape, body: bytes) -> str:
-    if present(shape.candidates) or present(shape.promptFeedback):
-        return "gemini"
-    if shape.type == "message" and present(shape.content):
-        return "anthropic"
-    if present(shape.choices):
-        return "mistral" if mistral.has_mistral_chunks(body) else "openai_chat"
-    if shape.object == "response" or bytes(shape.output)[:1] == b"[":
-        return "openai_responses"
-    if present(shape.output) and shape.stopReason is not None:
-        return "bedrock_converse"
-    if present(shape.done) and (present(shape.message) or present(shape.response)):
-        return "ollama"
-    if present(shape.usageMetadata):
-        return "gemini"
+def _body_format(shape: Shape, body: bytes) -> FormatName:
+    for row in FORMAT_ROWS:
+        if row.shape.body(shape, body):
+            return row.name
+    for row in FORMAT_ROWS:
+        if row.shape.late_body(shape):
+            return row.name
     raise UnknownFormatError(
         "payload matches no known format (tried: Gemini `candidates`, Anthropic "
         "`type: message`, Chat/Mistral `choices`, Responses `output` list, Bedrock "
@@ -156,19 +95,25 @@ def _body_format(shape: _Shape, body: bytes) -> str:
 # --- recorded streams ----------------------------------------------------------------------
 
 
-def detect_stream_format(chunks: Sequence[Chunk]) -> str:
-    """The format of the first chunk whose shape is conclusive."""
+def detect_stream_format(chunks: Sequence[Chunk]) -> FormatName:
+    """The format of the first chunk whose shape is conclusive (a format that shares that
+    format's stream shape, as Mistral shares Chat's, when it claims the chunks)."""
     for chunk in chunks:
         found = _from_event_name(chunk.event) or _from_chunk_shape(chunk.data)
-        if found == "openai_chat" and any(mistral.has_mistral_chunks(c.data) for c in chunks):
-            return "mistral"  # a Chat-shaped stream whose delta content holds a Mistral chunk
         if found is not None:
-            return found
+            return _claimed_by_dialect(found, chunks)
     raise UnknownFormatError(
         "recorded stream matches no known format (tried: Gemini `candidates`, Anthropic "
         "`message_start`/`content_block_*`, Chat/Mistral `choices`, Responses `response.*`, "
         "Bedrock `contentBlockDelta`, Ollama `done`); pass the format explicitly"
     )
+
+
+def _claimed_by_dialect(found: FormatName, chunks: Sequence[Chunk]) -> FormatName:
+    for row in FORMAT_ROWS:
+        if row.stream_family == found and row.shape.claims_stream(chunks):
+            return row.name
+    return found
 
 
 def stream_format(chunks: Sequence[Chunk], format: str | None) -> tuple[str, bool]:
@@ -203,47 +148,17 @@ def _is_json(data: bytes) -> bool:
     return True
 
 
-def _from_event_name(event: str | None) -> str | None:
+def _from_event_name(event: str | None) -> FormatName | None:
     if event is None:
         return None
-    if event in ANTHROPIC_EVENTS:
-        return "anthropic"
-    if event.startswith(RESPONSES_EVENT_PREFIX):
-        return "openai_responses"
-    if event in BEDROCK_EVENTS:
-        return "bedrock_converse"
-    return None
+    return next((row.name for row in FORMAT_ROWS if row.shape.event_name(event)), None)
 
 
-def _from_chunk_shape(data: bytes) -> str | None:
-    try:
-        shape = msgspec.json.decode(data, type=_Shape)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+def _from_chunk_shape(data: bytes) -> FormatName | None:
+    shape = _shape_or_none(data)
+    if shape is None:
         return None
-    event_type = shape.event_type()
-    if event_type in ANTHROPIC_EVENTS:
-        return "anthropic"
-    if event_type.startswith(RESPONSES_EVENT_PREFIX):
-        return "openai_responses"
-    if present(shape.candidates) or present(shape.usageMetadata) or present(shape.promptFeedback):
-        return "gemini"
-    if present(shape.choices) or shape.object == CHAT_CHUNK_OBJECT:
-        return "openai_chat"
-    if any(
-        present(value)
-        for value in (
-            shape.messageStart,
-            shape.contentBlockStart,
-            shape.contentBlockDelta,
-            shape.contentBlockStop,
-            shape.messageStop,
-            shape.metadata,
-        )
-    ):
-        return "bedrock_converse"
-    if present(shape.done) or present(shape.created_at):
-        return "ollama"
-    return None
+    return next((row.name for row in FORMAT_ROWS if row.shape.chunk(shape)), None)
 
 
 # --- request bodies ------------------------------------------------------------------------
@@ -256,7 +171,7 @@ _BEDROCK_BLOCK_KEYS: Final = frozenset(
 )
 
 
-def detect_request_format(body: dict[str, Any]) -> str:
+def detect_request_format(body: dict[str, Any]) -> FormatName:
     """The format of a request body, from its top-level shape and its message blocks."""
     if "contents" in body:
         return "gemini"

@@ -25,10 +25,10 @@ __all__ = ["FORMATS_BY_NAME", "FORMAT_ROWS", "Format", "format_named", "same_str
 FORMAT_ROWS: Final[tuple[Format, ...]] = (
     GEMINI,
     ANTHROPIC,
+    MISTRAL,  # before Chat: a Chat-shaped body holding a Mistral-only chunk is Mistral's
     OPENAI_CHAT,
     OPENAI_RESPONSES,
     BEDROCK_CONVERSE,
-    MISTRAL,
     OLLAMA,
 )
 

@@ -11,6 +11,7 @@ import msgspec
 
 from thoughtline.contract.record import FormatName, Record, ToolCall
 from thoughtline.inspection import readers
+from thoughtline.providers.shape import Probes
 from thoughtline.replay import parts
 from thoughtline.streams.base import Assembler, StreamRun
 
@@ -43,6 +44,8 @@ class Format:
     """An assistant turn of this format rebuilt from another format's record."""
     replay_parts: parts.PartFormat | None
     """How its replay parts go back; None: a Chat-shaped format (the one message object)."""
+    shape: Probes
+    """How detection tells its bodies and streams apart (its folder's `shape.py`)."""
     history_field: str = "messages"
     """The request-body field the next-turn history goes into."""
     stream_family: FormatName | None = None

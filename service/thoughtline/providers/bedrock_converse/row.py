@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.bedrock_converse import body, replay, request, stream
+from thoughtline.providers.bedrock_converse import body, replay, request, shape, stream
 from thoughtline.providers.row import Format
 
 ROW: Final = Format(
@@ -16,4 +16,5 @@ ROW: Final = Format(
     read_request=request.read_request,
     rebuild_turn=replay.rebuild_turn,
     replay_parts=replay.PARTS,
+    shape=shape.PROBES,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.mistral import body, replay, request, stream
+from thoughtline.providers.mistral import body, replay, request, shape, stream
 from thoughtline.providers.row import Format
 
 ROW: Final = Format(
@@ -16,5 +16,6 @@ ROW: Final = Format(
     read_request=request.read_request,
     rebuild_turn=replay.rebuild_turn,
     replay_parts=None,
+    shape=shape.PROBES,
     stream_family="openai_chat",
 )
