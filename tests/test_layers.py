@@ -46,7 +46,7 @@ LAYER_OF_MODULE: tuple[tuple[str, str], ...] = (
     ("thoughtline.capture", "edges"),
     ("thoughtline.client", "edges"),
     ("thoughtline.export", "edges"),
-    ("thoughtline.readme_tables", "edges"),
+    ("thoughtline.doc_tables", "edges"),
 )
 TOP = "thoughtline"
 """The package itself (`__init__.py`, the public API) stands with the API."""
