@@ -21,7 +21,6 @@ from typing import BinaryIO
 
 import msgspec
 
-from thoughtline.api import normalize
 from thoughtline.cli.names import SERVICE_COMMANDS
 from thoughtline.contract import schema as schema_module
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError
@@ -251,6 +250,8 @@ def _normalize_one(payload: bytes, name: str, arguments: argparse.Namespace) -> 
         for delta in deltas:  # the record's id rule: the response id, else the file name
             delta.id = delta.id or _file_id(name)
         return b"".join(msgspec.json.encode(delta) + b"\n" for delta in deltas)
+    from thoughtline.api import normalize  # at first use: `--version` needs no reader
+
     record = normalize(payload, arguments.format, max_payload_bytes=arguments.max_payload_bytes)
     if not record.id:
         record.id = _file_id(name)
