@@ -74,7 +74,7 @@ GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.js
 STREAM = next(s for s in sample_files() if s.name == "gemini.stream.jsonl").read_bytes()
 SLOW_NORMALIZERS = """
 import importlib, time
-from thoughtline import registry
+from thoughtline.providers import registry
 def slower(normalize):
     def slow(body, **options):
         time.sleep(0.002)  # the workers stay busy: the fault lands in the middle of the run
