@@ -24,7 +24,7 @@ from tests.chaos.workload import stream_entries
 from tests.service.support import running_worker, wait_for_length, wait_until
 from tests.service.test_conversations import THINKING, chat_request, chat_response
 from thoughtline.cli.demo import sample_files
-from thoughtline.registry import format_named
+from thoughtline.providers.registry import format_named
 from thoughtline.worker.app import Worker
 from thoughtline.worker.embedded import redis_server_binary
 from thoughtline.worker.settings import Settings, load_settings
@@ -74,7 +74,7 @@ GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.js
 STREAM = next(s for s in sample_files() if s.name == "gemini.stream.jsonl").read_bytes()
 SLOW_NORMALIZERS = """
 import importlib, time
-from thoughtline import registry
+from thoughtline.providers import registry
 def slower(normalize):
     def slow(body, **options):
         time.sleep(0.002)  # the workers stay busy: the fault lands in the middle of the run

@@ -10,8 +10,8 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
-from thoughtline.inspection import inspect_request
-from thoughtline.record import Detection, Record
+from thoughtline.api import inspect_request
+from thoughtline.contract.record import Detection, Record
 from thoughtline.worker.conversations import ConversationStore
 
 pytestmark = pytest.mark.redis

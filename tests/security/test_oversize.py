@@ -14,7 +14,7 @@ from faststream.redis.parser.binary import BinaryMessageFormatV1
 
 import thoughtline
 from tests.service.support import running_worker, wait_until
-from thoughtline.errors import NormalizeError
+from thoughtline.contract.errors import NormalizeError
 from thoughtline.worker import entries
 from thoughtline.worker.settings import Settings
 

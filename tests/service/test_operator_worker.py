@@ -25,7 +25,7 @@ from thoughtline.worker.app import FASTSTREAM_LOGGER, ONE_LINE_REDIS_ERRORS
 from thoughtline.worker.connections import entry_fields, parse_xautoclaim, parse_xreadgroup
 from thoughtline.worker.embedded import redis_server_binary
 from thoughtline.worker.entries import Outcome, RepeatedFields, process
-from thoughtline.worker.health import ReadinessProblems
+from thoughtline.worker.readiness import ReadinessProblems
 from thoughtline.worker.settings import Settings, load_settings
 
 pytestmark = pytest.mark.redis

@@ -33,9 +33,10 @@ from typing import Final, cast
 import redis
 
 from thoughtline.cli import console
-from thoughtline.errors import NormalizeError, ThoughtlineError
-from thoughtline.format_detection import detect_format, looks_like_stream
-from thoughtline.record import KNOWN_FORMATS
+from thoughtline.cli.names import SERVICE_COMMANDS
+from thoughtline.contract.errors import NormalizeError, ThoughtlineError
+from thoughtline.contract.record import KNOWN_FORMATS
+from thoughtline.providers.detection import detect_format, looks_like_stream
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
 from thoughtline.worker.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
@@ -58,7 +59,7 @@ Subparsers = argparse._SubParsersAction
 def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     serve = subparsers.add_parser(
         "serve",
-        help="run one worker (scale with processes)",
+        help=SERVICE_COMMANDS["serve"],
         description="Run one worker: read the input stream in the consumer group, publish a "
         "record or a dead letter per entry. Configured by environment variables only; with "
         "THOUGHTLINE_REDIS_URL unset it starts an embedded Redis. Exit status: 0 stopped by a "
@@ -75,7 +76,7 @@ def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     )
     serve.set_defaults(command=run_serve)
 
-    publish = subparsers.add_parser("publish", help="XADD raw payload files to the input stream")
+    publish = subparsers.add_parser("publish", help=SERVICE_COMMANDS["publish"])
     publish.add_argument("files", nargs="+", metavar="FILE", help="payload files; - is stdin")
     publish.add_argument("--format", choices=KNOWN_FORMATS, help="skip format detection")
     publish.add_argument("--id", help="the entry id (default: the file name)")
@@ -91,17 +92,17 @@ def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     publish.add_argument("--deltas", action="store_true", help="also publish one delta per chunk")
     publish.set_defaults(command=run_publish)
 
-    tail = subparsers.add_parser("tail", help="follow normalized records")
+    tail = subparsers.add_parser("tail", help=SERVICE_COMMANDS["tail"])
     tail.add_argument("--json", action="store_true", help="print each record as JSON")
     tail.add_argument("--dead", action="store_true", help="follow the dead-letter stream")
     tail.add_argument("--from-start", action="store_true", help="begin at the first entry")
     tail.add_argument("--count", type=int, default=None, help="stop after this many")
     tail.set_defaults(command=run_tail)
 
-    demo_command = subparsers.add_parser("demo", help="try it: embedded Redis and sample data")
+    demo_command = subparsers.add_parser("demo", help=SERVICE_COMMANDS["demo"])
     demo_command.set_defaults(command=run_demo)
 
-    asyncapi = subparsers.add_parser("asyncapi", help="print or write the AsyncAPI document")
+    asyncapi = subparsers.add_parser("asyncapi", help=SERVICE_COMMANDS["asyncapi"])
     asyncapi.add_argument("--write", type=Path, metavar="FILE")
     asyncapi.set_defaults(command=run_asyncapi)
 

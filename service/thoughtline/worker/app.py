@@ -41,7 +41,7 @@ from faststream.redis.message import FAKE_CONSUMER, RedisBatchStreamMessage
 from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis import exceptions as redis_errors
 
-from thoughtline.errors import ThoughtlineError
+from thoughtline.contract.errors import ThoughtlineError
 from thoughtline.worker.batches import BatchHandler, cancel_until_done
 from thoughtline.worker.commit import Committer, GroupVanishedError
 from thoughtline.worker.connections import Broker, ClusterBroker, RedisClient, async_client
@@ -53,9 +53,10 @@ from thoughtline.worker.group import (
     group_state,
     remove_dead_consumers,
 )
-from thoughtline.worker.health import HealthServer, ReadinessProblems
+from thoughtline.worker.health import HealthServer
 from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.metrics import Metrics
+from thoughtline.worker.readiness import ReadinessProblems
 from thoughtline.worker.reclaim import Reclaimer
 from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff
 from thoughtline.worker.settings import Settings

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-from thoughtline.errors import ThoughtlineError
+from thoughtline.contract.errors import ThoughtlineError
 
 DEFAULT_DATA_DIR: Final = Path(".thoughtline") / "redis"
 URL_FILE_NAME: Final = "url"

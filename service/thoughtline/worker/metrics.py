@@ -32,17 +32,17 @@ from typing import Final, get_args
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
-from thoughtline.detection_codes import (
+from thoughtline.contract.detection_codes import (
     DIALECT_CODES,
     LEAKED_THOUGHT,
     MALFORMED_PART,
     NO_DIALECT,
     THOUGHT_DIALECT_CODES,
 )
-from thoughtline.errors import NormalizeReason
+from thoughtline.contract.errors import NormalizeReason
+from thoughtline.contract.record import KNOWN_FORMATS, Record
 from thoughtline.formats.dialects import DIALECT_NAMES
-from thoughtline.record import KNOWN_FORMATS, Record
-from thoughtline.worker.health import ReadinessProblems
+from thoughtline.worker.readiness import ReadinessProblems
 
 logger = logging.getLogger(__name__)
 

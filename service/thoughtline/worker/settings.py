@@ -18,9 +18,9 @@ import pydantic
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from thoughtline.errors import ThoughtlineError
+from thoughtline.contract.errors import ThoughtlineError
 from thoughtline.inspection import DEFAULT_REASONING_ONLY_LOOP_LIMIT
-from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES
+from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
 
 ENV_PREFIX: Final = "THOUGHTLINE_"
 REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://")
