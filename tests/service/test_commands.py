@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +61,8 @@ def test_the_committed_asyncapi_document_matches_the_app() -> None:
 @needs_redis_server
 @pytest.mark.slow
 def test_demo_runs_on_a_machine_with_nothing_running(tmp_path: Path) -> None:
-    started = time.monotonic()
     result = thoughtline("demo", cwd=tmp_path)
-    elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr
-    assert elapsed < 10
     lines = result.stdout.splitlines()
     for sample in sample_files():
         expected = " DEAD " if sample_format(sample.name) is None else f" {sample.name} "

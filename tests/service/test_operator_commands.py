@@ -7,7 +7,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -124,9 +123,7 @@ def test_a_wrong_password_is_said_at_once_without_retries(password_server: Redis
         (password_server.url.replace("redis://", "redis://:wrong@"), "check the user and"),
         (password_server.url, "this Redis wants a password and THOUGHTLINE_REDIS_URL gives none"),
     ):
-        started = time.monotonic()
         result = run("serve", THOUGHTLINE_REDIS_URL=url)
-        assert time.monotonic() - started < 10  # not 30 s of "unreachable" retries
         assert result.returncode == 1, result.stderr
         assert "unreachable" not in result.stderr and "retrying in" not in result.stderr
         line = one_line(result)
