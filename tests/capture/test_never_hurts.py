@@ -194,6 +194,7 @@ def test_publishing_resumes_when_redis_comes_back(
     assert len(published(redis_client, stream, 2)) == 2
 
 
+@pytest.mark.slow  # a soak: 11,500 calls
 def test_memory_stays_bounded_over_ten_thousand_calls_with_redis_down(
     down_redis: str, registry: CollectorRegistry
 ) -> None:
