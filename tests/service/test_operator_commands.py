@@ -98,6 +98,19 @@ def test_a_port_that_is_not_a_number_stops_serve_with_one_line() -> None:
     assert "s3cret" not in result.stderr
 
 
+def test_a_live_ttl_below_the_live_idle_time_stops_serve_with_one_line() -> None:
+    result = run(
+        "serve",
+        THOUGHTLINE_REDIS_URL="redis://127.0.0.1:1/0",
+        THOUGHTLINE_LIVE_TTL_SECONDS="5",
+        THOUGHTLINE_LIVE_IDLE_MS="20000",
+    )
+    assert result.returncode == 2
+    line = one_line(result)
+    assert line.startswith("thoughtline: invalid settings: THOUGHTLINE_LIVE_TTL_SECONDS=5 ")
+    assert "THOUGHTLINE_LIVE_IDLE_MS=20000" in line
+
+
 def test_a_misspelt_variable_is_a_warning_naming_the_setting() -> None:
     result = run("serve", THOUGHTLINE_REDIS_URL="", THOUGHTLINE_BATCHSIZE="50")
     warnings = [line for line in result.stderr.splitlines() if "warning:" in line]
