@@ -8,6 +8,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -71,6 +72,49 @@ async def test_readyz_answers_while_redis_is_frozen(
 
 async def _ready(port: int) -> bool:
     return (await http_get(port, "/readyz"))[0] == 200
+
+
+async def test_a_read_only_redis_is_waited_out_with_one_warning_and_readyz_not_ready(
+    private_server: RedisServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker left on a demoted master (a replica of a master that is gone: every write,
+    XREADGROUP included, is refused with READONLY) backs off, says so once, and is not ready
+    until its reads work again; then it goes on where it was."""
+    settings = load_settings(redis_url=private_server.url, metrics_port=0, block_ms=50)
+    client = redis.Redis(port=private_server.port)
+    with socket.socket() as probe:  # a port nothing listens on: the master that is gone
+        probe.bind(("127.0.0.1", 0))
+        gone_port = probe.getsockname()[1]
+    try:
+        async with running_worker(settings) as worker:
+            port = worker.metrics_port or 0
+            client.xadd(settings.input_stream, {"payload": GOOD, "id": "before"})
+            await wait_until(lambda: client.xlen(settings.output_stream) == 1)
+            with caplog.at_level(logging.WARNING):
+                client.replicaof("127.0.0.1", gone_port)
+                await wait_until(lambda: _not_ready(port), timeout=60)
+                # Several reads refused by Redis (its own count where it keeps one)...
+                await wait_until(
+                    lambda: max(_refused_reads(client), worker.refused_reads.refused) >= 4,
+                    timeout=60,
+                )
+                status, body = await http_get(port, "/readyz")
+                assert status == 503 and "READONLY" in body
+                refusals = [r for r in caplog.records if "the reader cannot read" in r.getMessage()]
+                assert len(refusals) == 1  # ...and one line, not one per refused read
+                assert all(r.exc_info is None for r in caplog.records)  # no traceback
+                client.replicaof("NO", "ONE")
+                await wait_until(lambda: _ready(port), timeout=60)
+            client.xadd(settings.input_stream, {"payload": GOOD, "id": "after"})
+            await wait_until(lambda: client.xlen(settings.output_stream) == 2)
+    finally:
+        client.close()
+
+
+def _refused_reads(client: redis.Redis) -> int:
+    """XREADGROUPs the server refused (Redis 7 counts them; 0 where it does not)."""
+    stats = client.info("commandstats").get("cmdstat_xreadgroup", {})
+    return int(stats.get("rejected_calls", 0)) + int(stats.get("failed_calls", 0))
 
 
 async def test_readyz_says_not_ready_while_every_commit_fails(
