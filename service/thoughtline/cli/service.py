@@ -37,7 +37,12 @@ from thoughtline.format_detection import detect_format, looks_like_stream
 from thoughtline.record import KNOWN_FORMATS
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
-from thoughtline.worker.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
+from thoughtline.worker.embedded import (
+    DEFAULT_DATA_DIR,
+    EmbeddedRedis,
+    join_or_start,
+    running_url,
+)
 from thoughtline.worker.settings import (
     Settings,
     SettingsError,
@@ -117,13 +122,19 @@ def run_serve(arguments: argparse.Namespace) -> int:
     embedded: EmbeddedRedis | None = None
     url = settings.redis_url
     if url is None:
-        embedded = EmbeddedRedis(arguments.data_dir)
-        url = embedded.start()
-        print(
-            f"thoughtline: no THOUGHTLINE_REDIS_URL set; started an embedded Redis at {url} "
-            f"(data in {arguments.data_dir})",
-            flush=True,
-        )
+        url, embedded = join_or_start(arguments.data_dir)
+        if embedded is None:  # another serve in this folder runs it: one more worker on it
+            print(
+                f"thoughtline: no THOUGHTLINE_REDIS_URL set; joined the embedded Redis at {url} "
+                f"that another serve runs in {arguments.data_dir} (it stops when that one does)",
+                flush=True,
+            )
+        else:
+            print(
+                f"thoughtline: no THOUGHTLINE_REDIS_URL set; started an embedded Redis at {url} "
+                f"(data in {arguments.data_dir})",
+                flush=True,
+            )
     try:
         return asyncio.run(Worker(settings, url).run())
     except MetricsPortError as error:
