@@ -11,6 +11,7 @@ import signal
 import socket
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -20,6 +21,7 @@ from tests.chaos.servers import RedisServer
 from tests.service.support import running_worker, wait_until
 from tests.service.test_worker import http_get
 from thoughtline.cli.demo import sample_files
+from thoughtline.worker import app as app_module
 from thoughtline.worker import commit as commit_module
 from thoughtline.worker.app import FASTSTREAM_LOGGER, ONE_LINE_REDIS_ERRORS
 from thoughtline.worker.connections import entry_fields, parse_xautoclaim, parse_xreadgroup
@@ -181,6 +183,67 @@ async def test_the_consumers_of_dead_workers_are_removed(
         await wait_until(lambda: names() == {worker.consumer}, timeout=15)
         assert client.xlen(settings.output_stream) == 1  # the busy one's entry was reclaimed
         assert client.xpending(settings.input_stream, settings.group)["pending"] == 0
+
+
+async def _until_both_read_an_entry(
+    client: redis.Redis, settings: Settings, names: set[str]
+) -> None:
+    """A consumer is in the group once it has read an entry: publish until each has, then
+    nothing more (the workers are quiet from then on)."""
+    for number in range(200):
+        client.xadd(settings.input_stream, {"payload": GOOD, "id": f"wake-{number}"})
+        await wait_until(lambda number=number: client.xlen(settings.output_stream) == number + 1)
+        consumers = client.xinfo_consumers(settings.input_stream, settings.group)
+        if {consumer["name"].decode() for consumer in consumers} >= names:
+            return
+    raise AssertionError(f"not every worker of {names} read an entry")
+
+
+async def test_two_quiet_workers_do_not_remove_each_other(
+    settings: Settings,
+    client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No entries: every read comes back empty. On Redis before 7.2 that leaves each worker's
+    `idle` growing as if it were gone; its heartbeat says otherwise."""
+    settings = settings.model_copy(update={"min_idle_ms": 300})
+    rounds: dict[str, int] = {}
+    real_cleanup = app_module.remove_dead_consumers
+
+    async def counted(redis_client: Any, cleanup_settings: Settings, own: str) -> list[str]:
+        removed = await real_cleanup(redis_client, cleanup_settings, own)
+        rounds[own] = rounds.get(own, 0) + 1
+        return removed
+
+    monkeypatch.setattr(app_module, "remove_dead_consumers", counted)
+    seen_idle: dict[str, int] = {}
+    idle_counts_every_read = False  # Redis 7.2+ (it reports `inactive` beside `idle`)
+
+    def both_looked_dead_and_were_checked_often() -> bool:
+        nonlocal idle_counts_every_read
+        for consumer in client.xinfo_consumers(settings.input_stream, settings.group):
+            name = consumer["name"].decode()
+            seen_idle[name] = max(seen_idle.get(name, 0), int(consumer["idle"]))
+            idle_counts_every_read = idle_counts_every_read or "inactive" in consumer
+        if any("removed consumer" in record.getMessage() for record in caplog.records):
+            return True  # too late: the assertions below say which
+        if len(seen_idle) < 2 or min(rounds.values(), default=0) < 20:
+            return False
+        # Before 7.2 both must have looked gone (idle past min_idle_ms) to the others.
+        return idle_counts_every_read or min(seen_idle.values()) > 2 * 300
+
+    with caplog.at_level(logging.INFO, logger="thoughtline.worker.group"):
+        async with (
+            running_worker(settings, consumer="quiet-a"),
+            running_worker(settings, consumer="quiet-b"),
+        ):
+            await _until_both_read_an_entry(client, settings, {"quiet-a", "quiet-b"})
+            await wait_until(both_looked_dead_and_were_checked_often, timeout=120)
+            names = {c["name"].decode() for c in client.xinfo_consumers(
+                settings.input_stream, settings.group)}  # fmt: skip
+    assert names == {"quiet-a", "quiet-b"}
+    assert [r.getMessage() for r in caplog.records if "removed consumer" in r.getMessage()] == []
 
 
 # --- entries naming a field twice -----------------------------------------------------------
