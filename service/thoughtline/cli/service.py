@@ -32,7 +32,7 @@ from typing import Final, cast
 import redis
 
 from thoughtline.cli import console
-from thoughtline.errors import NormalizeError, ThoughtlineError
+from thoughtline.errors import NormalizeError, ThoughtlineError, UnknownFormatError
 from thoughtline.format_detection import detect_format, looks_like_stream
 from thoughtline.record import KNOWN_FORMATS
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
@@ -191,7 +191,8 @@ def _publish(arguments: argparse.Namespace, settings: Settings, client: redis.Re
             if len(queued) >= PIPELINE_ENTRIES:
                 published += _flush(pipeline, queued, published, len(arguments.files))
         published += _flush(pipeline, queued, published, len(arguments.files))
-    print(f"published {published} entries to {settings.input_stream}", file=sys.stderr)
+    entries = "entry" if published == 1 else "entries"
+    print(f"published {published} {entries} to {settings.input_stream}", file=sys.stderr)
     return status
 
 
@@ -234,8 +235,9 @@ def _detected_format(payload: bytes) -> str | None:
         return None
     try:
         return detect_format(body)
-    except NormalizeError as error:
-        raise NormalizeError(error.reason, f"{error.message}; or pass --format") from None
+    except UnknownFormatError as error:  # a format given by hand helps here, and only here
+        message = error.message.replace("pass the format explicitly", "pass --format")
+        raise NormalizeError(error.reason, message) from None
 
 
 def _read(name: str, limit: int) -> bytes:
@@ -340,6 +342,12 @@ def _reaching_redis(settings: Settings, command: Callable[[], int]) -> int:
         return 1
     except (redis.ConnectionError, redis.TimeoutError):
         print(f"thoughtline: cannot reach Redis at {url}", file=sys.stderr)
+        return 1
+    except (redis.InvalidResponse, redis.ResponseError) as error:  # not a Redis, or it refused
+        print(
+            f"thoughtline: cannot use Redis at {url}: {type(error).__name__}: {_one_line(error)}",
+            file=sys.stderr,
+        )
         return 1
 
 
