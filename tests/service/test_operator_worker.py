@@ -23,6 +23,7 @@ from tests.service.test_worker import http_get
 from thoughtline.cli.demo import sample_files
 from thoughtline.worker import app as app_module
 from thoughtline.worker import commit as commit_module
+from thoughtline.worker import group as group_module
 from thoughtline.worker.app import FASTSTREAM_LOGGER, ONE_LINE_REDIS_ERRORS
 from thoughtline.worker.connections import entry_fields, parse_xautoclaim, parse_xreadgroup
 from thoughtline.worker.embedded import redis_server_binary
@@ -209,7 +210,7 @@ async def test_two_quiet_workers_do_not_remove_each_other(
     `idle` growing as if it were gone; its heartbeat says otherwise."""
     settings = settings.model_copy(update={"min_idle_ms": 300})
     rounds: dict[str, int] = {}
-    real_cleanup = app_module.remove_dead_consumers
+    real_cleanup = group_module.remove_dead_consumers
 
     async def counted(redis_client: Any, cleanup_settings: Settings, own: str) -> list[str]:
         removed = await real_cleanup(redis_client, cleanup_settings, own)
