@@ -161,3 +161,9 @@ def test_negative_or_non_integer_token_counts_are_not_counted() -> None:
     assert 'thoughtline_tokens_total{format="openai_chat",kind="output"} 3.0' in text
     for kind in ("input", "reasoning", "cached"):
         assert f'thoughtline_tokens_total{{format="openai_chat",kind="{kind}"}} 0.0' in text
+
+
+def test_metrics_carry_no_created_series() -> None:
+    metrics = Metrics()
+    metrics.dead_letters.labels(reason="not_json").inc()
+    assert b"_created" not in metrics.exposition()

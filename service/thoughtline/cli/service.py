@@ -34,12 +34,17 @@ import redis
 
 from thoughtline.cli import console
 from thoughtline.cli.names import SERVICE_COMMANDS
-from thoughtline.contract.errors import NormalizeError, ThoughtlineError
+from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
 from thoughtline.contract.record import KNOWN_FORMATS
 from thoughtline.providers.detection import detect_format, looks_like_stream
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
-from thoughtline.worker.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
+from thoughtline.worker.embedded import (
+    DEFAULT_DATA_DIR,
+    EmbeddedRedis,
+    join_or_start,
+    running_url,
+)
 from thoughtline.worker.settings import (
     Settings,
     SettingsError,
@@ -175,13 +180,19 @@ def run_serve(arguments: argparse.Namespace) -> int:
     embedded: EmbeddedRedis | None = None
     url = settings.redis_url
     if url is None:
-        embedded = EmbeddedRedis(arguments.data_dir)
-        url = embedded.start()
-        print(
-            f"thoughtline: no THOUGHTLINE_REDIS_URL set; started an embedded Redis at {url} "
-            f"(data in {arguments.data_dir})",
-            flush=True,
-        )
+        url, embedded = join_or_start(arguments.data_dir)
+        if embedded is None:  # another serve in this folder runs it: one more worker on it
+            print(
+                f"thoughtline: no THOUGHTLINE_REDIS_URL set; joined the embedded Redis at {url} "
+                f"that another serve runs in {arguments.data_dir} (it stops when that one does)",
+                flush=True,
+            )
+        else:
+            print(
+                f"thoughtline: no THOUGHTLINE_REDIS_URL set; started an embedded Redis at {url} "
+                f"(data in {arguments.data_dir})",
+                flush=True,
+            )
     try:
         return asyncio.run(Worker(settings, url).run())
     except MetricsPortError as error:
@@ -238,7 +249,8 @@ def _publish(arguments: argparse.Namespace, settings: Settings, client: redis.Re
             if len(queued) >= PIPELINE_ENTRIES:
                 published += _flush(pipeline, queued, published, len(arguments.files))
         published += _flush(pipeline, queued, published, len(arguments.files))
-    print(f"published {published} entries to {settings.input_stream}", file=sys.stderr)
+    entries = "entry" if published == 1 else "entries"
+    print(f"published {published} {entries} to {settings.input_stream}", file=sys.stderr)
     return status
 
 
@@ -281,8 +293,9 @@ def _detected_format(payload: bytes) -> str | None:
         return None
     try:
         return detect_format(body)
-    except NormalizeError as error:
-        raise NormalizeError(error.reason, f"{error.message}; or pass --format") from None
+    except UnknownFormatError as error:  # a format given by hand helps here, and only here
+        message = error.message.replace("pass the format explicitly", "pass --format")
+        raise NormalizeError(error.reason, message) from None
 
 
 def _read(name: str, limit: int) -> bytes:
@@ -387,6 +400,12 @@ def _reaching_redis(settings: Settings, command: Callable[[], int]) -> int:
         return 1
     except (redis.ConnectionError, redis.TimeoutError):
         print(f"thoughtline: cannot reach Redis at {url}", file=sys.stderr)
+        return 1
+    except (redis.InvalidResponse, redis.ResponseError) as error:  # not a Redis, or it refused
+        print(
+            f"thoughtline: cannot use Redis at {url}: {type(error).__name__}: {_one_line(error)}",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -58,7 +58,7 @@ from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.readiness import ReadinessProblems
 from thoughtline.worker.reclaim import Reclaimer
-from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff
+from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff, RefusedReads
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -127,6 +127,9 @@ class Worker:
             live=self.live,
         )
         self.health = HealthServer(self.metrics, self._readiness, self._refresh_lag)
+        self.refused_reads = RefusedReads(
+            lambda problem: self.metrics.readiness.set("reads", problem)
+        )
         self.metrics_port: int | None = None
         self.exit_code = 0
         self.shutdown_timeout = GRACEFUL_TIMEOUT_SECONDS
@@ -303,6 +306,8 @@ class Worker:
             return True
 
         setattr(connection, "xgroup_create", create_group)  # noqa: B010 - mypy: a method
+        # A refused read (a read-only replica) waits and is reported, not retried at once.
+        setattr(connection, "xreadgroup", self.refused_reads.wrap(connection.xreadgroup))  # noqa: B010
 
     async def _remove_dead_consumers(self) -> None:
         """Every reclaim interval: drop the consumer names of workers that are gone."""
