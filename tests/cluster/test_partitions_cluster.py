@@ -24,7 +24,7 @@ from tests.cluster.harness import LocalCluster
 from tests.service.conftest import _no_thoughtline_environment  # noqa: F401 - autouse fixture
 from tests.service.support import running_worker, serve, wait_exit, wait_until
 from thoughtline.cli.demo import sample_files
-from thoughtline.partitions import PartitionKeys, partition_of
+from thoughtline.contract.partitions import PartitionKeys, partition_of
 from thoughtline.worker.embedded import redis_server_binary
 from thoughtline.worker.settings import Settings, load_settings
 

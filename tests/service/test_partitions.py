@@ -17,7 +17,7 @@ import thoughtline.client as tl
 from tests.service.support import running_worker, wait_until
 from thoughtline import encode, normalize
 from thoughtline.cli.demo import sample_files
-from thoughtline.partitions import (
+from thoughtline.contract.partitions import (
     CLUSTER_SLOTS,
     PartitionKeys,
     key_slot,

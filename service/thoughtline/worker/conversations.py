@@ -27,17 +27,17 @@ from typing import Final
 from redis.asyncio import Redis, RedisCluster
 from redis.typing import EncodableT, FieldT
 
+from thoughtline.api import is_reasoning_only
+from thoughtline.contract.record import Detection, Record
 from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     RequestInspection,
     conversation_id,
-    is_reasoning_only,
     reasoning_only_loop,
     repeated_reasoning,
     thinking_fingerprints,
 )
-from thoughtline.partitions import PartitionKeys, conversation_key
-from thoughtline.record import Detection, Record
+from thoughtline.contract.partitions import PartitionKeys, conversation_key
 from thoughtline.worker.settings import (
     DEFAULT_CONVERSATION_PREFIX,
     DEFAULT_CONVERSATION_TTL_SECONDS,
@@ -85,7 +85,7 @@ class ConversationStore:
 
     def key(self, conversation: str) -> str:
         """`<prefix>:<id>`; with several partitions, in the one the conversation id routes to
-        (`thoughtline.partitions.conversation_key`)."""
+        (`thoughtline.contract.partitions.conversation_key`)."""
         if self._layout:
             return conversation_key(self._layout, conversation)
         return f"{self._prefix}:{conversation}"
