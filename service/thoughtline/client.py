@@ -34,9 +34,9 @@ import msgspec
 import redis
 import redis.asyncio as redis_asyncio
 
+from thoughtline.contract.partitions import BaseNames, Routes, hash_tag, parse_metadata, routing_key
 from thoughtline.contract.record import EntryKind, FormatName, Record
 from thoughtline.contract.record import decode as decode_record
-from thoughtline.contract.partitions import BaseNames, Routes, hash_tag, parse_metadata, routing_key
 from thoughtline.worker.settings import DEFAULT_INPUT_STREAM, DEFAULT_OUTPUT_STREAM
 
 # The worker's defaults (`THOUGHTLINE_INPUT_STREAM`, `THOUGHTLINE_OUTPUT_STREAM`), defined there.

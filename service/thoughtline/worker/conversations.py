@@ -28,6 +28,7 @@ from redis.asyncio import Redis, RedisCluster
 from redis.typing import EncodableT, FieldT
 
 from thoughtline.api import is_reasoning_only
+from thoughtline.contract.partitions import PartitionKeys, conversation_key
 from thoughtline.contract.record import Detection, Record
 from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
@@ -37,7 +38,6 @@ from thoughtline.inspection import (
     repeated_reasoning,
     thinking_fingerprints,
 )
-from thoughtline.contract.partitions import PartitionKeys, conversation_key
 from thoughtline.worker.settings import (
     DEFAULT_CONVERSATION_PREFIX,
     DEFAULT_CONVERSATION_TTL_SECONDS,

@@ -7,11 +7,11 @@ partition is a `Lane`: FastStream reads it with a subscriber of its own, and its
 through a `BatchHandler` of its own (one commit in flight per partition), so a slow partition,
 or one whose writes Redis refuses, never holds up another.
 
-The metadata hash (`thoughtline.contract.partitions.metadata_fields`) is written by every worker at
-start, in one script (`METADATA_SCRIPT`), so that producers and consumers in any language find
-the streams: the current count, and every count whose partitions still hold entries to finish
-(`layouts`). A worker reads the partitions of every count listed there, so entries published
-under an earlier count are drained (docs/partitions.md, "Changing N").
+The metadata hash (`thoughtline.contract.partitions.metadata_fields`) is written by every
+worker at start, in one script (`METADATA_SCRIPT`), so that producers and consumers in any
+language find the streams: the current count, and every count whose partitions still hold
+entries to finish (`layouts`). A worker reads the partitions of every count listed there, so
+entries published under an earlier count are drained (docs/partitions.md, "Changing N").
 """
 
 from __future__ import annotations
@@ -21,12 +21,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from thoughtline.contract.partitions import PartitionKeys, metadata_fields, parse_layouts, partition_of
+from thoughtline.contract.partitions import (
+    PartitionKeys,
+    metadata_fields,
+    parse_layouts,
+    partition_of,
+)
 from thoughtline.worker.batches import BatchHandler
 from thoughtline.worker.connections import RedisClient
 from thoughtline.worker.entries import DeliveredEntry
-from thoughtline.worker.readiness import ReadinessProblems
 from thoughtline.worker.live import STREAM_FIELD, LiveHandler, is_live
+from thoughtline.worker.readiness import ReadinessProblems
 from thoughtline.worker.reclaim import Reclaimer
 from thoughtline.worker.settings import Settings
 

@@ -19,8 +19,8 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from thoughtline.contract.errors import ThoughtlineError
-from thoughtline.inspection import DEFAULT_REASONING_ONLY_LOOP_LIMIT
 from thoughtline.contract.partitions import MAX_PARTITIONS, BaseNames, PartitionKeys, hash_tag
+from thoughtline.inspection import DEFAULT_REASONING_ONLY_LOOP_LIMIT
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
 
 ENV_PREFIX: Final = "THOUGHTLINE_"
