@@ -44,10 +44,20 @@ RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
     ("Use <think> and </think> tags.", "Use <think> and </think> tags.", None, ()),
     ("<think>a</think>mid<think>b</think>end", "mid end", "a\nb", (f"{T}:think",) * 2),
     ("<think>a</thinking>b</think>c", "c", "a</thinking>b", (f"{T}:think",)),
-    # token openers count anywhere outside code; unclosed mid-text they are text
-    ("Hi [THINK]plan[/THINK]there", "Hi there", "plan", (f"{T}:mistral",)),
-    ("Hi[THINK]plan[/THINK]there", "Hi there", "plan", (f"{T}:mistral",)),
+    # token openers count where tag openers do, and at a line start or after a block of their
+    # own dialect when their closer follows; in the middle of a sentence they are text
+    ("Hi [THINK]plan[/THINK]there", "Hi [THINK]plan[/THINK]there", None, ()),
+    ("Hi[THINK]plan[/THINK]there", "Hi[THINK]plan[/THINK]there", None, ()),
+    ("Hi\n[THINK]plan[/THINK]there", "Hi\nthere", "plan", (f"{T}:mistral",)),
+    ("Hi\n   [THINK]plan[/THINK]there", "Hi\n   there", "plan", (f"{T}:mistral",)),
+    ("Hi\n    [THINK]plan[/THINK]", "Hi\n    [THINK]plan[/THINK]", None, ()),
+    ("Hi\n[THINK]never closed", "Hi\n[THINK]never closed", None, ()),
+    ("[THINK]a[/THINK]b [THINK]c", "b", "a\nc", (f"{T}:mistral", f"{U}:mistral")),
+    ("[THINK][/THINK]b [THINK]c[/THINK]d", "b d", "c", (f"{T}:mistral",)),
+    ("[THINK][/THINK]b [THINK]c", "b [THINK]c", None, ()),
+    ("<think>a</think>b <|channel>c<channel|>d", "b d", "a\nc", (f"{T}:think", f"{T}:gemma")),
     ("Name [THINK] in prose, never closed", "Name [THINK] in prose, never closed", None, ()),
+    ("Use [THINK] and [/THINK] tokens.", "Use [THINK] and [/THINK] tokens.", None, ()),
     (
         "Magistral writes [THINK] first; split on `[/THINK]`.",
         "Magistral writes [THINK] first; split on `[/THINK]`.",
@@ -81,7 +91,8 @@ RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
         "p",
         (f"{T}:openthinker",),
     ),
-    ("x <|inner_prefix|>p<|inner_suffix|> y", "x  y", "p", (f"{T}:apertus",)),
+    ("x <|inner_prefix|>p<|inner_suffix|> y", "x <|inner_prefix|>p<|inner_suffix|> y", None, ()),
+    ("x\n<|inner_prefix|>p<|inner_suffix|> y", "x\n y", "p", (f"{T}:apertus",)),
     # phrases: at the very start, and only with their closer
     ("analysisPlan it.assistantfinalDone.", "Done.", "Plan it.", (f"{T}:harmony_text",)),
     ("analysis of the data shows a trend", "analysis of the data shows a trend", None, ()),
@@ -118,18 +129,25 @@ RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
     ("<think>p</think><answer>a</answer>", "a", "p", (f"{T}:think",)),
     ("<think>\n\n</think>\n<answer>\na\n</answer>", "a", None, ()),
     ("<answer>a</answer>", "<answer>a</answer>", None, ()),
+    # token wrappers: at the start, after a block of their dialect, or closing what their
+    # dialect framed; trailing ones at the very end only
+    ("See <|START_RESPONSE|> in the template", "See <|START_RESPONSE|> in the template", None, ()),
+    ("<think>p</think>a <|START_RESPONSE|>b", "a <|START_RESPONSE|>b", "p", (f"{T}:think",)),
+    ("<|START_THINKING|>p<|END_THINKING|>a <|END_RESPONSE|>", "a", "p", (f"{T}:cohere",)),
+    # a stray closer goes only after a non-empty block of its own dialect
+    ("<think>a</think>b</thought>c", "b</thought>c", "a", (f"{T}:think",)),
     # code is text
     ("`<think>` opens a block", "`<think>` opens a block", None, ()),
     ("```\n</think>\n```\nafter", "```\n</think>\n```\nafter", None, ()),
     ("~~~\n[THINK]x[/THINK]\n~~~", "~~~\n[THINK]x[/THINK]\n~~~", None, ()),
     ("``a ` <|channel>b<channel|>``", "``a ` <|channel>b<channel|>``", None, ()),
-    ("` unmatched [THINK]x[/THINK] y", "` unmatched  y", "x", (f"{T}:mistral",)),
+    ("` unmatched\n[THINK]x[/THINK] y", "` unmatched\n y", "x", (f"{T}:mistral",)),
     ("```py `x`\n[THINK]x[/THINK]", "```py `x`", "x", (f"{T}:mistral",)),
     ("    ```\n[THINK]x[/THINK]", "```", "x", (f"{T}:mistral",)),
     ("```\nnever closed [THINK]x[/THINK]", "```\nnever closed [THINK]x[/THINK]", None, ()),
     # what is produced: glue, trimming, the LF join
     ("a<think>x</think>b", "a<think>x</think>b", None, ()),
-    ("a [THINK]x[/THINK]b", "a b", "x", (f"{T}:mistral",)),
+    ("<think>p</think>a [THINK]x[/THINK]b", "a b", "p\nx", (f"{T}:think", f"{T}:mistral")),
     ("  \t<think> x </think>\n\n  answer\n  ", "answer", "x", (f"{T}:think",)),
     ("<think> one </think>mid<think> two </think>", "mid", "one \n two", (f"{T}:think",) * 2),
     ("<think>\n\n</think>answer", "answer", None, ()),

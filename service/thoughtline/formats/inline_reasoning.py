@@ -11,14 +11,20 @@ gives, wherever they are cut.
 The rules (docs/inline-reasoning.md has them in full, with examples):
 
 - Markdown code is text: no delimiter counts inside a fenced block or an inline code span.
-- A *token* opener counts anywhere outside code; a *tag* opener only as the first
-  non-whitespace text or after a non-empty block; a *phrase* opener only at the very start,
-  and only with its closer present.
+- A *tag* opener counts only as the first non-whitespace text or after a non-empty block; a
+  *token* opener there too, and also after a block of its own dialect or at the start of a
+  line when its closer follows (mid-sentence it is text); a *phrase* opener only at the very
+  start, and only with its closer present. Inside a block an opener of its own dialect is
+  dropped.
 - The first delimiter being a closer means the text before it was reasoning (the chat template
   put the opener in the prompt); a later closer after a non-empty block is removed.
 - An opener never closed makes the rest reasoning, up to a tool-call marker; a token opener
   does this only where a tag opener would count, elsewhere an unclosed one is text.
-- Answer wrappers are removed, their text kept.
+- Answer wrappers are removed, their text kept: a token wrapper at the start, after a block of
+  its dialect or closing what its dialect framed, a trailing one only at the very end, a tag
+  wrapper after a block of its dialect.
+- No silent edit: what leaves the content is reasoning with a detection naming its dialect, a
+  delimiter of a block or wrapper that counts, or a stray closer after a block of its dialect.
 - Thinking is the non-empty blocks joined with LF, trimmed at its ends; in content each block
   leaves one space where it would glue two non-space characters, and content is trimmed at its
   ends when anything was removed.
@@ -639,6 +645,8 @@ class _Scanner:
         self._seen_text = False
         self._found_block = False
         self._block_dialects: set[DialectName] = set()  # dialects with a block, empty or not
+        self._reasoning_dialects: set[DialectName] = set()  # dialects with a non-empty block
+        self._framed_dialects: set[DialectName] = set()  # dialects whose wrapper was removed
         self._block: Dialect | None = None
         self._block_start = 0
         self._fence_character = ""
@@ -861,8 +869,9 @@ class _Scanner:
     def _opener(self, match: re.Match[str], dialect: Dialect) -> None:
         self._flush_text()
         counts = not self._seen_text or self._found_block
-        if not counts and dialect.kind == "token":
-            # A token opener mid-text opens a block only when its closer follows.
+        if not counts and dialect.kind == "token" and self._token_may_open(dialect, match):
+            # A token opener after a block of its dialect or at a line start opens a block
+            # only when its closer follows; in the middle of a sentence it is text.
             counts = self._closer_follows(dialect, match.end())
         if not counts:
             self._resolve_as_content()
@@ -877,6 +886,11 @@ class _Scanner:
         self._block_start = self._base + match.start()
         self.thinking.start_block()
         self._skip_to(end)
+
+    def _token_may_open(self, dialect: Dialect, match: re.Match[str]) -> bool:
+        """Whether a token opener stands after a block of its own dialect (even an empty
+        one) or at the start of a line (after at most three spaces: more is indented code)."""
+        return dialect.name in self._block_dialects or self._at_line_start(match.start())
 
     def _closer_follows(self, dialect: Dialect, start: int) -> bool:
         """Whether a token opener that stands mid-text opens a block: only when its closer
@@ -909,7 +923,9 @@ class _Scanner:
             self._undecided = False
             self._seen_text = False
             self._orphan_block(dialect, raw, match)
-        elif self._found_block:  # a stray closer after a block: removed like one
+        elif dialect.name in self._reasoning_dialects:
+            # a stray closer after a non-empty block of its dialect: removed like one (that
+            # block's detection names its dialect)
             self.content.cut(glue=True)
             self._span(
                 self._base + match.start(),
@@ -934,6 +950,7 @@ class _Scanner:
         self._block_dialects.add(dialect.name)
         if has_reasoning:
             self._found_block = True
+            self._reasoning_dialects.add(dialect.name)
             self.detections.append(InlineDetection("orphan_close_tag", dialect.name))
         self._span(
             self._held_start,
@@ -944,9 +961,15 @@ class _Scanner:
         )
 
     def _wrapper(self, match: re.Match[str], dialect: Dialect) -> None:
-        if dialect.kind != "token" and dialect.name not in self._block_dialects:
+        self._flush_text()  # the text before it says whether the wrapper opens the text
+        counts = dialect.name in self._block_dialects
+        if dialect.kind == "token":
+            # a token wrapper also frames a text it opens, and closes what its dialect framed
+            counts = counts or not self._seen_text or dialect.name in self._framed_dialects
+        if not counts:
             self._literal(match.end())
             return
+        self._framed_dialects.add(dialect.name)
         self._cut_marker(match, dialect)
 
     def _trailing_wrapper(self, match: re.Match[str], dialect: Dialect) -> None:
@@ -1107,6 +1130,7 @@ class _Scanner:
         self._block_dialects.add(dialect.name)
         if has_reasoning:
             self._found_block = True
+            self._reasoning_dialects.add(dialect.name)
             self.detections.append(InlineDetection(code, dialect.name))
         rule: SpanRule = "unclosed_opener" if code == "unclosed_open_tag" else "block"
         self._span(self._block_start, end, rule, dialect.name, reasoning=has_reasoning)
@@ -1305,9 +1329,12 @@ def _answer_with_wrappers(
     spans: list[RemovedSpan],
 ) -> str | None:
     """The answer after a leading block when its only markers are answer wrappers the scanner
-    would remove (a token wrapper, a trailing one at the very end, a tag wrapper of the
-    block's dialect); None when anything else stands there."""
+    would remove (a wrapper of the block's dialect, a token wrapper before any text or of a
+    dialect whose wrapper was removed, a trailing one at the very end); None when anything
+    else stands there."""
     kept: list[str] = []
+    framed: set[DialectName] = set()
+    seen_text = False  # visible text before the marker: a token wrapper no longer opens it
     while True:
         match = _next_dialect_marker(text, position)
         if match is None:  # code runs, and candidate characters that start no marker, are text
@@ -1319,14 +1346,20 @@ def _answer_with_wrappers(
         marker = _ROLES.get(match.group()) or _ROLES.get(match.group().lower())
         if marker is None or marker.dialect is None:
             return None
-        removable = (marker.role == "wrapper" and marker.dialect.kind == "token") or (
-            marker.role == "wrapper" and marker.dialect is block_dialect
+        before = text[position:candidate]
+        kept.append(before)
+        seen_text = seen_text or (bool(before) and not before.isspace())
+        dialect = marker.dialect
+        removable = marker.role == "wrapper" and (
+            dialect is block_dialect
+            or (dialect.kind == "token" and (dialect.name in framed or not seen_text))
         )
         if marker.role == "trailing_wrapper":
-            removable = not text[match.end() :].strip()
+            removable = _NON_SPACE.search(text, match.end()) is None
         if not removable:
             return None
-        kept.append(text[position:candidate])
+        if marker.role == "wrapper":
+            framed.add(dialect.name)
         spans.append(
             RemovedSpan(candidate, match.end(), "answer_wrapper", marker.dialect.name, False)
         )
