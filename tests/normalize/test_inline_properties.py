@@ -433,3 +433,88 @@ def test_delimiters_only_in_code_change_nothing(text: str) -> None:
     chunks = [text[i : i + 3] for i in range(0, len(text), 3)]
     content, thinking, _ = _streamed(chunks, False)
     assert (content, thinking) == (text, "")
+
+
+# --- no silent edit --------------------------------------------------------------------------
+
+_BLOCK_RULES = frozenset(_CODE_OF_RULE)
+
+
+def _may_open_here(text: str, span: RemovedSpan, before: list[RemovedSpan]) -> bool:
+    """Where a block may open: the first text (whitespace and the label before it), after a
+    non-empty block, and for a token dialect after a block of its own dialect or at a line
+    start (at most three spaces of indent)."""
+    if not _kept_before(text, span.start, before).strip():
+        return True
+    if any(earlier.reasoning for earlier in before):
+        return True
+    if _DIALECT[span.dialect].kind != "token":
+        return False
+    if any(e.rule in _BLOCK_RULES and e.dialect == span.dialect for e in before):
+        return True
+    line_start = text.rfind("\n", 0, span.start) + 1
+    return line_start > 0 and text[line_start : span.start] in ("", " ", "  ", "   ")
+
+
+def _kept_before(text: str, end: int, spans: list[RemovedSpan]) -> str:
+    """The text before `end` that no span removed."""
+    kept, position = [], 0
+    for span in spans:
+        kept.append(text[position : span.start])
+        position = span.end
+    kept.append(text[position:end])
+    return "".join(kept)
+
+
+def _is_wrapper_marker(piece: str, dialect: Dialect) -> bool:
+    markers = (*dialect.wrappers, *dialect.trailing_wrappers)
+    if dialect.kind == "tag":
+        return piece.lower() in {marker.lower() for marker in markers}
+    if dialect.wrapper_suffix:
+        piece = piece.removesuffix(dialect.wrapper_suffix).rstrip()
+    return piece in markers
+
+
+def _is_closer(piece: str, dialect: Dialect) -> bool:
+    if dialect.kind == "tag":
+        return piece.lower() in {closer.lower() for closer in dialect.closers}
+    return piece in dialect.closers
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=TEXTS, thought_label=st.booleans())
+@example(text="a [THINK][/THINK] b", thought_label=False)
+@example(text="[THINK]x[/THINK]The tag </think> ends R1's reasoning.", thought_label=False)
+def test_no_silent_edit(text: str, thought_label: bool) -> None:
+    """Every character that leaves the content is accounted for: reasoning by a detection
+    naming its dialect, a stray closer by its dialect's block detection; what leaves with no
+    detection is only an empty block where a block may open, or a wrapper marker where its
+    dialect frames the answer."""
+    result = extract(text, thought_label=thought_label)
+    spans = _outermost(result.spans)
+    if not spans:
+        assert result.content == text
+        return
+    detected = {(d.code, d.dialect) for d in result.detections}
+    detected_dialects = {d.dialect for d in result.detections}
+    for index, span in enumerate(spans):
+        piece, before = text[span.start : span.end], list(spans[:index])
+        if span.rule == "thought_label":
+            assert ("thought_label", "thought") in detected
+            continue
+        assert span.dialect is not None, span
+        dialect = _DIALECT[span.dialect]
+        if span.reasoning:
+            assert (_CODE_OF_RULE[span.rule], span.dialect) in detected, span
+        elif span.rule == "stray_closer":
+            assert _is_closer(piece, dialect), span
+            assert span.dialect in detected_dialects, span
+        elif span.rule == "answer_wrapper":
+            assert _is_wrapper_marker(piece, dialect), span
+            opens_the_answer = not _kept_before(text, span.start, before).strip()
+            framed = any(e.dialect == span.dialect for e in before)
+            at_the_end = not text[span.end :].strip() and piece in dialect.trailing_wrappers
+            assert framed or at_the_end or (dialect.kind == "token" and opens_the_answer), span
+        else:  # an empty block: only where a block may open
+            assert span.rule in _BLOCK_RULES, span
+            assert _may_open_here(text, span, before), span

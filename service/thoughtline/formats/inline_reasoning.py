@@ -922,6 +922,7 @@ class _Scanner:
             self._held_ops.clear()
             self._undecided = False
             self._seen_text = False
+            self._framed_dialects.clear()  # a wrapper before an orphan closer was reasoning
             self._orphan_block(dialect, raw, match)
         elif dialect.name in self._reasoning_dialects:
             # a stray closer after a non-empty block of its dialect: removed like one (that
