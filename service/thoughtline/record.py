@@ -92,6 +92,7 @@ DialectName = Literal[
     "harmony_text",
     "granite",
     "apriel",
+    "details",
 ]
 """The inline-reasoning dialects (`thoughtline.formats.dialects.DIALECTS`, one row each)."""
 

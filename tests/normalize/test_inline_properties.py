@@ -50,6 +50,9 @@ EXTRAS = [
     "<think/>",
     "<|channel>thought\n",
     "<|channel>thought<channel|>",
+    '<details type="reasoning" done="true">',
+    "<summary>Thought for 2 seconds</summary>",
+    "<details>",
     "thought\n",
     "thought\r\n",
     "thought",
@@ -159,7 +162,15 @@ _CODE_OF_RULE = {
     "unclosed_opener": "unclosed_open_tag",
 }
 _DIALECT = {dialect.name: dialect for dialect in DIALECTS}
-_ATTRIBUTE_OPENER = re.compile(r"(?i)<think\s[^<>]*>")
+
+
+def _attribute_opener(dialect: Dialect) -> re.Pattern[str]:
+    names = "|".join(re.escape(name) for name in dialect.attribute_openers) or "(?!)"
+    return re.compile(f"(?i)(?:{names})\\s[^<>]*>")
+
+
+def _tail(dialect: Dialect) -> re.Pattern[str]:
+    return re.compile(dialect.opener_tail or "(?!)", re.IGNORECASE if dialect.kind == "tag" else 0)
 
 
 def _expected_content(text: str, spans: tuple[RemovedSpan, ...]) -> str:
@@ -209,19 +220,12 @@ def _inner(text: str, span: RemovedSpan) -> str:
         if opener is not None:
             body = body[len(opener) :]
         else:
-            attribute = _ATTRIBUTE_OPENER.match(body)
-            assert attribute is not None and dialect.name == "think", (span, body)
+            attribute = _attribute_opener(dialect).match(body)
+            assert attribute is not None, (span, body)
             body = body[attribute.end() :]
-        if dialect.name == "gemma":  # the optional `thought` label and its line break
-            for label in ("thought\r\n", "thought\n", "thought\r"):
-                if body.startswith(label):
-                    body = body[len(label) :]
-                    break
-            else:
-                if body.startswith("thought") and body[len("thought") :].startswith(
-                    dialect.closers
-                ):
-                    body = body[len("thought") :]
+        tail = _tail(dialect).match(body, 0, dialect.tail_window)  # Gemma's label, a summary
+        if tail is not None:
+            body = body[tail.end() :]
     if span.rule != "unclosed_opener":
         closers = sorted(dialect.closers, key=len, reverse=True)
         closer = next(c for c in closers if _ends_with(body, c, dialect))

@@ -93,6 +93,35 @@ RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
     ),
     ("x <|inner_prefix|>p<|inner_suffix|> y", "x <|inner_prefix|>p<|inner_suffix|> y", None, ()),
     ("x\n<|inner_prefix|>p<|inner_suffix|> y", "x\n y", "p", (f"{T}:apertus",)),
+    # Open WebUI's reasoning block: its attributes and summary are delimiter; plain HTML stays
+    (
+        '<details type="reasoning" done="true" duration="4">\n<summary>Thought for 4 seconds'
+        "</summary>\n> plan\n</details>\nAnswer",
+        "Answer",
+        "> plan",
+        (f"{T}:details",),
+    ),
+    ("<DETAILS TYPE=reasoning>p</Details>a", "a", "p", (f"{T}:details",)),
+    ('<details type="reasoning"><summary>Thinking…</summary>\nplan', "", "plan", (f"{U}:details",)),
+    ('<details type="reasoning">\n<summary>Thought</summary>\n</details>\nHi', "Hi", None, ()),
+    (
+        "<details>\n<summary>More</summary>\nx\n</details>",
+        "<details>\n<summary>More</summary>\nx\n</details>",
+        None,
+        (),
+    ),
+    (
+        '<details type="tool_calls" done="true">\n<summary>Tool</summary>\n</details>',
+        '<details type="tool_calls" done="true">\n<summary>Tool</summary>\n</details>',
+        None,
+        (),
+    ),
+    (
+        'Open WebUI wraps it in <details type="reasoning"> and </details>.',
+        'Open WebUI wraps it in <details type="reasoning"> and </details>.',
+        None,
+        (),
+    ),
     # phrases: at the very start, and only with their closer
     ("analysisPlan it.assistantfinalDone.", "Done.", "Plan it.", (f"{T}:harmony_text",)),
     ("analysis of the data shows a trend", "analysis of the data shows a trend", None, ()),

@@ -154,8 +154,40 @@ _SUFFIXED_WRAPPERS: Final = {
     if dialect.wrapper_suffix
     for wrapper in dialect.wrappers
 }
-_ATTRIBUTE_OPENER: Final = next(dialect for dialect in DIALECTS if dialect.name == "think")
-"""The one tag that takes attributes: `<think signature="…">`."""
+
+
+def _attribute_opener(dialect: Dialect) -> str:
+    """The dialect's openers with attributes, as a pattern after their `<`: a name, whitespace,
+    anything but `<` and `>` (holding the required attribute, if any) and a `>` that closes
+    no self-closing tag."""
+    names = "|".join(re.escape(name[1:]) for name in dialect.attribute_openers)
+    required = f"(?=[^<>]*{dialect.required_attribute})" if dialect.required_attribute else ""
+    return f"(?i:(?:{names})\\s{required}[^<>]*(?<!/)>)"
+
+
+_ATTRIBUTE_OPENERS: Final = tuple(
+    (re.compile("<" + _attribute_opener(dialect)), dialect)
+    for dialect in DIALECTS
+    if dialect.attribute_openers
+)
+"""Tags that open with attributes (`<think signature="…">`, Open WebUI's `<details
+type="reasoning" …>`), each as a whole pattern with its dialect."""
+_UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(
+    "(?i:"
+    + "|".join(re.escape(name) for dialect in DIALECTS for name in dialect.attribute_openers)
+    + ")(?:\\s[^<>]*)?\\Z"
+)
+"""The start of an opener with attributes that a live text may still complete."""
+_OPENER_TAILS: Final = {
+    dialect.name: (
+        re.compile(dialect.opener_tail, re.IGNORECASE if dialect.kind == "tag" else 0),
+        dialect.tail_window,
+    )
+    for dialect in DIALECTS
+    if dialect.opener_tail
+}
+"""What goes with an opener right after it (Gemma's `thought` label and its line break, Open
+WebUI's `<summary>`), and how far it may reach."""
 
 
 def _alternative(marker: str) -> str:
@@ -187,14 +219,18 @@ def _marker_pattern(literals: Iterable[str], *, code_runs: bool = True) -> re.Pa
 
 def _angle_alternative(angle: list[str]) -> str:
     # After `<`, a lookahead on the next character rejects a flood of `<` at C speed.
-    followers = {marker[1] for marker in angle} | {marker[1].upper() for marker in angle}
+    names = [name for dialect in DIALECTS for name in dialect.attribute_openers]
+    followers = {marker[1] for marker in (*angle, *names)}
+    followers |= {character.upper() for character in followers}
     follower_class = "".join(re.escape(character) for character in sorted(followers))
     angle_bodies = "|".join(
         f"(?i:{re.escape(marker[1:])})" if marker.lower() in _TAG_KEYS else re.escape(marker[1:])
         for marker in angle
     )
-    attribute_opener = r"(?i:think)\s[^<>]*>"
-    return f"<(?=[{follower_class}])(?:{angle_bodies}|{attribute_opener})"
+    attribute_openers = "".join(
+        "|" + _attribute_opener(dialect) for dialect in DIALECTS if dialect.attribute_openers
+    )
+    return f"<(?=[{follower_class}])(?:{angle_bodies}{attribute_openers})"
 
 
 _ROLES_LITERALS: Final = (
@@ -269,16 +305,15 @@ def _literal_first(marker: str, kind: str) -> str:
     return re.escape(marker)
 
 
-def _after_gemma_label(text: str, end: int) -> int:
-    """Gemma 4's channel opener may carry the label `thought` and its line break."""
-    if text.startswith(_GEMMA_EMPTY_LABEL, end):
-        return end + len(_THOUGHT_LABEL)
-    if text.startswith(_THOUGHT_LABEL, end):
-        after = end + len(_THOUGHT_LABEL)
-        for line_break in _LINE_BREAKS:
-            if text.startswith(line_break, after):
-                return after + len(line_break)
-    return end
+def _after_opener(dialect: Dialect, text: str, end: int) -> int:
+    """Where the delimiter ends when an opener of `dialect` ends at `end`: after its tail
+    (Gemma's `thought` label, Open WebUI's `<summary>`), when one stands there."""
+    tail = _OPENER_TAILS.get(dialect.name)
+    if tail is None:
+        return end
+    pattern, window = tail
+    match = pattern.match(text, end, end + window)
+    return match.end() if match is not None else end
 
 
 def _block_end_pattern(dialect: Dialect) -> re.Pattern[str]:
@@ -329,10 +364,8 @@ _BACKTICK_RUN: Final = re.compile(r"``*")  # a literal first: the engine skips t
 _FENCE_RUNS: Final = {"`": re.compile(r"````*"), "~": re.compile(r"~~~~*")}
 """Runs of three or more of a fence's character (each starts with a literal)."""
 _NON_SPACE: Final = re.compile(r"\S")
-_GEMMA: Final = next(dialect for dialect in DIALECTS if dialect.name == "gemma")
 _THOUGHT_LABEL: Final = "thought"
 _LINE_BREAKS: Final = ("\r\n", "\n", "\r")
-_GEMMA_EMPTY_LABEL: Final = _THOUGHT_LABEL + _GEMMA.closers[0]
 
 
 # --- output sinks --------------------------------------------------------------------------
@@ -855,9 +888,10 @@ class _Scanner:
     def _unlisted_marker(self, matched: str) -> _Marker | None:
         """`<think …>` with attributes, or a wrapper followed by its suffix."""
         if matched.startswith("<"):
-            if matched.endswith("/>"):  # `<think/>` opens nothing
-                return None
-            return _Marker("open", _ATTRIBUTE_OPENER)
+            for pattern, dialect in _ATTRIBUTE_OPENERS:
+                if pattern.fullmatch(matched):
+                    return _Marker("open", dialect)
+            return None
         for wrapper, dialect in _SUFFIXED_WRAPPERS.items():
             if matched.startswith(wrapper):
                 return _Marker("wrapper", dialect)
@@ -869,7 +903,7 @@ class _Scanner:
     def _opener(self, match: re.Match[str], dialect: Dialect) -> None:
         self._flush_text()
         counts = not self._seen_text or self._found_block
-        if not counts and dialect.kind == "token" and self._token_may_open(dialect, match):
+        if not counts and dialect.kind == "token" and self._token_may_start_block(dialect, match):
             # A token opener after a block of its dialect or at a line start opens a block
             # only when its closer follows; in the middle of a sentence it is text.
             counts = self._closer_follows(dialect, match.end())
@@ -878,8 +912,9 @@ class _Scanner:
             self._literal(match.end())
             return
         end = match.end()
-        if dialect is _GEMMA:
-            end = _after_gemma_label(self._text, end)
+        if dialect.opener_tail:  # the tail goes with the opener: wait until it has arrived
+            self._need(len(self._text) - end >= dialect.tail_window)
+            end = _after_opener(dialect, self._text, end)
         self._resolve_as_content()
         self._mode = "block"
         self._block = dialect
@@ -887,7 +922,7 @@ class _Scanner:
         self.thinking.start_block()
         self._skip_to(end)
 
-    def _token_may_open(self, dialect: Dialect, match: re.Match[str]) -> bool:
+    def _token_may_start_block(self, dialect: Dialect, match: re.Match[str]) -> bool:
         """Whether a token opener stands after a block of its own dialect (even an empty
         one) or at the start of a line (after at most three spaces: more is indented code)."""
         return dialect.name in self._block_dialects or self._at_line_start(match.start())
@@ -1204,7 +1239,6 @@ class _Scanner:
 
 _LONGEST_PHRASE: Final = max(len(opener) for dialect in _PHRASES for opener in dialect.openers)
 _PHRASE_OPENERS: Final = tuple(opener for dialect in _PHRASES for opener in dialect.openers)
-_UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(r"(?i:<think)(?:\s[^<>]*)?\Z")
 
 
 # --- the public calls ----------------------------------------------------------------------
@@ -1249,9 +1283,7 @@ def _one_leading_block(text: str, match: re.Match[str]) -> InlineExtraction | No
         return None
     dialect = marker.dialect
     closer = dialect.closers[0]
-    inner_start = match.end()
-    if dialect is _GEMMA:
-        inner_start = _after_gemma_label(text, inner_start)
+    inner_start = _after_opener(dialect, text, match.end())
     # The closer, as written in the dialect's table, must be the first thing after the opener
     # that can end a block (what the scanner's block reading looks for); anything else there
     # (a closer in another case, a tool-call marker) and the scanner decides. Usually the first
