@@ -166,7 +166,8 @@ _DIALECT = {dialect.name: dialect for dialect in DIALECTS}
 
 def _attribute_opener(dialect: Dialect) -> re.Pattern[str]:
     names = "|".join(re.escape(name) for name in dialect.attribute_openers) or "(?!)"
-    return re.compile(f"(?i)(?:{names})\\s[^<>]*>")
+    required = f"(?=[^<>]*{dialect.required_attribute})" if dialect.required_attribute else ""
+    return re.compile(f"(?i)(?:{names})\\s{required}[^<>]*(?<!/)>")
 
 
 def _tail(dialect: Dialect) -> re.Pattern[str]:
@@ -230,7 +231,32 @@ def _inner(text: str, span: RemovedSpan) -> str:
         closers = sorted(dialect.closers, key=len, reverse=True)
         closer = next(c for c in closers if _ends_with(body, c, dialect))
         body = body[: len(body) - len(closer)]
-    return body
+    return _without_nested_openers(body, dialect)
+
+
+def _without_nested_openers(body: str, dialect: Dialect) -> str:
+    """The block's text with its own dialect's openers (and their tails) dropped."""
+    if dialect.kind == "phrase":
+        return body
+    literals = "|".join(re.escape(o) for o in sorted(dialect.openers, key=len, reverse=True))
+    flags = re.IGNORECASE if dialect.kind == "tag" else 0
+    opener = re.compile(literals, flags)
+    attribute = _attribute_opener(dialect)
+    kept, position = [], 0
+    while True:
+        found = opener.search(body, position)
+        if dialect.attribute_openers:
+            other = attribute.search(body, position)
+            if other is not None and (found is None or other.start() < found.start()):
+                found = other
+        if found is None:
+            kept.append(body[position:])
+            return "".join(kept)
+        kept.append(body[position : found.start()])
+        position = found.end()
+        tail = _tail(dialect).match(body, position, position + dialect.tail_window)
+        if tail is not None:
+            position = tail.end()
 
 
 def _ends_with(text: str, marker: str, dialect: Dialect) -> bool:

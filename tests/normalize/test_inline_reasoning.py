@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.normalize.peer_overrides import NESTED_OPENER_CASES, ours, ours_codes
 from thoughtline.formats.inline_reasoning import (
     IncrementalExtractor,
     InlineDetection,
@@ -44,6 +45,12 @@ RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
     ("Use <think> and </think> tags.", "Use <think> and </think> tags.", None, ()),
     ("<think>a</think>mid<think>b</think>end", "mid end", "a\nb", (f"{T}:think",) * 2),
     ("<think>a</thinking>b</think>c", "c", "a</thinking>b", (f"{T}:think",)),
+    # an opener of the block's own dialect inside it is dropped, another dialect's is text
+    ("<think>a<think>b</think>c", "c", "ab", (f"{T}:think",)),
+    ("<think>a<THINK x='1'>b</think>c", "c", "ab", (f"{T}:think",)),
+    ("<|channel>a<|channel>thought\nb<channel|>c", "c", "ab", (f"{T}:gemma",)),
+    ("[THINK]a[THINK][/THINK]c", "c", "a", (f"{T}:mistral",)),
+    ("<think>a[THINK]b</think>c", "c", "a[THINK]b", (f"{T}:think",)),
     # token openers count where tag openers do, and at a line start or after a block of their
     # own dialect when their closer follows; in the middle of a sentence they are text
     ("Hi [THINK]plan[/THINK]there", "Hi [THINK]plan[/THINK]there", None, ()),
@@ -270,9 +277,8 @@ def _case_id(case: dict[str, Any]) -> str:
 def test_reasoning_dialect_peer_case(case: dict[str, Any]) -> None:
     text = _text(case)
     result = extract(text)
-    assert result.content == case["ours_content"]
-    assert result.thinking == case["ours_thinking"]
-    assert list(_codes(result.detections)) == case["ours_codes"]
+    assert (result.content, result.thinking) == ours(case)
+    assert list(_codes(result.detections)) == ours_codes(case)
     assert _incrementally(list(text)) == (result.content, result.thinking)
     if case["chunks"]:
         assert _incrementally(case["chunks"]) == (result.content, result.thinking)
@@ -283,7 +289,7 @@ def test_reasoning_dialect_peer_case(case: dict[str, Any]) -> None:
 def test_think_tag_peer_case(case: dict[str, Any]) -> None:
     text = _text(case)
     result = extract(text)
-    assert (result.content, result.thinking) == (case["ours_content"], case["ours_reasoning"])
+    assert (result.content, result.thinking) == ours(case)
     assert _incrementally(list(text)) == (result.content, result.thinking)
 
 
@@ -296,6 +302,12 @@ def _agrees_with_peer(case: dict[str, Any], reasoning_key: str) -> bool:
         (result.thinking or None) == (case[reasoning_key] or None)
     )
     return content_ok and reasoning_ok
+
+
+@pytest.mark.needs_shared
+def test_every_nested_opener_override_names_a_case() -> None:
+    sources = {case["source"] for case in (*DIALECT_CASES, *TAG_CASES)}
+    assert set(NESTED_OPENER_CASES) <= sources
 
 
 @pytest.mark.needs_shared

@@ -316,11 +316,27 @@ def _after_opener(dialect: Dialect, text: str, end: int) -> int:
     return match.end() if match is not None else end
 
 
+def _block_markers(dialect: Dialect) -> list[tuple[str, str, int]]:
+    """What a block of `dialect` looks for: its closers, a tool-call marker (where a block that
+    is never closed ends) and its own openers (dropped inside it), longest first: (first
+    character, pattern, longest match)."""
+    literals = [(closer, _literal_first(closer, dialect.kind)) for closer in dialect.closers]
+    literals += [(marker, re.escape(marker)) for marker in TOOL_CALL_MARKERS]
+    if dialect.kind != "phrase":  # phrases are words: inside a block they are its text
+        literals += [(opener, _literal_first(opener, dialect.kind)) for opener in dialect.openers]
+    literals.sort(key=lambda item: len(item[0]), reverse=True)
+    markers = [(literal[0], pattern, len(literal)) for literal, pattern in literals]
+    if dialect.attribute_openers:  # an opener with attributes has no longest match
+        markers.append(("<", "<" + _attribute_opener(dialect), _UNBOUNDED))
+    return markers
+
+
+_UNBOUNDED: Final = 1 << 62
+
+
 def _block_end_pattern(dialect: Dialect) -> re.Pattern[str]:
-    """What can end a block of `dialect`: its closers, then (if never closed) a tool call."""
-    markers = [_literal_first(closer, dialect.kind) for closer in dialect.closers]
-    markers += [re.escape(marker) for marker in TOOL_CALL_MARKERS]
-    return re.compile("|".join(markers))
+    """What a block of `dialect` looks for, as one pattern."""
+    return re.compile("|".join(pattern for _, pattern, _ in _block_markers(dialect)))
 
 
 def _closer_pattern(dialect: Dialect) -> re.Pattern[str]:
@@ -332,16 +348,15 @@ _BLOCK_END: Final = {dialect.name: _block_end_pattern(dialect) for dialect in DI
 
 
 def _block_end_searches(dialect: Dialect) -> tuple[tuple[str, re.Pattern[str], int], ...]:
-    """`_BLOCK_END` of the dialect split by first character, each with its longest match (all
-    are literals): (character, pattern, longest)."""
-    markers = [(closer, _literal_first(closer, dialect.kind)) for closer in dialect.closers]
-    markers += [(marker, re.escape(marker)) for marker in TOOL_CALL_MARKERS]
-    characters = sorted({marker[0] for marker, _ in markers})
+    """`_BLOCK_END` of the dialect split by first character, each with its longest match:
+    (character, pattern, longest)."""
+    markers = _block_markers(dialect)
+    characters = sorted({first for first, _, _ in markers})
     return tuple(
         (
             character,
-            re.compile("|".join(pattern for marker, pattern in markers if marker[0] == character)),
-            max(len(marker) for marker, _ in markers if marker[0] == character),
+            re.compile("|".join(pattern for first, pattern, _ in markers if first == character)),
+            max(longest for first, _, longest in markers if first == character),
         )
         for character in characters
     )
@@ -358,6 +373,7 @@ _CLOSER_KEYS: Final = {
     for dialect in DIALECTS
 }
 _CLOSER: Final = {dialect.name: _closer_pattern(dialect) for dialect in DIALECTS}
+_TOOL_CALL_SET: Final = frozenset(TOOL_CALL_MARKERS)
 _PHRASES: Final = tuple(dialect for dialect in DIALECTS if dialect.kind == "phrase")
 _CODE_START: Final = re.compile(r"`|~~~")
 _BACKTICK_RUN: Final = re.compile(r"``*")  # a literal first: the engine skips to it in C
@@ -1137,21 +1153,42 @@ class _Scanner:
                 self._think_up_to(len(text))
                 self._close_block("unclosed_open_tag", self._base + len(text))
                 return
-            self._think_up_to(max(position, len(text) - _LONGEST_MARKER))
+            safe_end = max(position, len(text) - _LONGEST_MARKER)
+            if dialect.attribute_openers:  # an opener with attributes may still be growing
+                angle = text.rfind("<", position, safe_end)
+                if angle >= 0 and _UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
+                    safe_end = angle
+            self._think_up_to(safe_end)
             raise _NeedMoreTextError
         if _key(match.group(), dialect.kind) in _CLOSER_KEYS[dialect.name]:
             self._think_up_to(match.start())
             self._position = match.end()
             self._close_block("inline_tag", self._base + match.end())
             return
+        if match.group() not in _TOOL_CALL_SET:  # an opener of its own (with attributes or not)
+            self._nested_opener(dialect, match)
+            return
         # A tool-call marker: the block ends here only if it is never closed.
-        closer = _CLOSER[dialect.name].search(text, match.end())
-        if closer is not None:
-            self._think_up_to(closer.start())
+        closer = self._next_position(dialect.name, _CLOSER[dialect.name], match.end())
+        if closer >= 0:
+            self._think_up_to(match.end())
             return
         self._think_up_to(match.start())
         self._need(False)
         self._close_block("unclosed_open_tag", self._base + match.start())
+
+    def _nested_opener(self, dialect: Dialect, match: re.Match[str]) -> None:
+        """An opener of the block's own dialect inside it is dropped (with its tail), so no
+        delimiter reaches thinking; a live text waits until a longer opener or the tail can
+        no longer grow."""
+        self._think_up_to(match.start())
+        text = self._text
+        self._need(len(text) - match.start() >= _LONGEST_MARKER)
+        end = match.end()
+        if dialect.opener_tail:
+            self._need(len(text) - end >= dialect.tail_window)
+            end = _after_opener(dialect, text, end)
+        self._position = end
 
     def _think_up_to(self, end: int) -> None:
         if end > self._position:
