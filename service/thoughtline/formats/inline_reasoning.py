@@ -41,7 +41,7 @@ import bisect
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from typing import Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from thoughtline.formats.dialects import (
     DIALECTS,
@@ -190,47 +190,126 @@ _OPENER_TAILS: Final = {
 WebUI's `<summary>`), and how far it may reach."""
 
 
-def _alternative(marker: str) -> str:
-    """One marker as a pattern: tags ignore case, a suffixed wrapper takes its suffix."""
-    pattern = re.escape(marker)
-    if marker.lower() in _TAG_KEYS:
-        return f"(?i:{pattern})"
-    dialect = _SUFFIXED_WRAPPERS.get(marker)
-    if dialect is not None:
-        return f"{pattern}(?:\\s*{re.escape(dialect.wrapper_suffix)})?"
-    return pattern
+class _Alternative(NamedTuple):
+    """One marker to search for: its literal text (tags in any case), or, for a marker with no
+    one literal form, a pattern for what follows its first character (`raw`; `literal` then
+    stands for its first and last character)."""
+
+    literal: str
+    ignore_case: bool = False
+    raw: str = ""
+
+
+def _alternatives(literals: Iterable[str]) -> list[_Alternative]:
+    """The markers as alternatives: tags ignore case, a suffixed wrapper takes its suffix."""
+    found = []
+    for marker in dict.fromkeys(literals):
+        dialect = _SUFFIXED_WRAPPERS.get(marker)
+        if dialect is not None:
+            suffix = f"(?:\\s*{re.escape(dialect.wrapper_suffix)})?"
+            found.append(_Alternative(marker, raw=re.escape(marker[1:]) + suffix))
+        else:
+            found.append(_Alternative(marker, ignore_case=marker.lower() in _TAG_KEYS))
+    return found
+
+
+def _attribute_alternatives(dialects: Iterable[Dialect]) -> list[_Alternative]:
+    return [
+        _Alternative("<>", raw=_attribute_opener(dialect))
+        for dialect in dialects
+        if dialect.attribute_openers
+    ]
 
 
 def _marker_pattern(literals: Iterable[str], *, code_runs: bool = True) -> re.Pattern[str]:
-    # The longest match wins; ties keep their order, so a pattern split by first character
-    # tries its markers in the order the whole pattern does.
-    markers = sorted(dict.fromkeys(literals), key=len, reverse=True)
-    angle = [marker for marker in markers if marker.startswith("<")]
-    others = [marker for marker in markers if not marker.startswith("<")]
-    alternatives = [_angle_alternative(angle)] if angle else []
-    alternatives += [_alternative(marker) for marker in others]
+    """Every marker (and Markdown code run) as one pattern: the patterns per first character
+    joined (see `_first_character_patterns`)."""
+    alternatives = _alternatives(literals)
+    if any(alternative.literal.startswith("<") for alternative in alternatives):
+        alternatives += _attribute_alternatives(DIALECTS)
+    parts = list(_first_character_patterns(alternatives).values())
     if code_runs:
-        alternatives += [
+        parts += [
             r"``*",  # written so that every branch starts with a literal: the regex engine then
             r"~~~~*",  # skips text with none of these first characters at C speed
         ]
-    return re.compile("|".join(alternatives))
+    return re.compile("|".join(parts))
 
 
-def _angle_alternative(angle: list[str]) -> str:
-    # After `<`, a lookahead on the next character rejects a flood of `<` at C speed.
-    names = [name for dialect in DIALECTS for name in dialect.attribute_openers]
-    followers = {marker[1] for marker in (*angle, *names)}
-    followers |= {character.upper() for character in followers}
-    follower_class = "".join(re.escape(character) for character in sorted(followers))
-    angle_bodies = "|".join(
-        f"(?i:{re.escape(marker[1:])})" if marker.lower() in _TAG_KEYS else re.escape(marker[1:])
-        for marker in angle
-    )
-    attribute_openers = "".join(
-        "|" + _attribute_opener(dialect) for dialect in DIALECTS if dialect.attribute_openers
-    )
-    return f"<(?=[{follower_class}])(?:{angle_bodies}{attribute_openers})"
+def _first_character_patterns(alternatives: Iterable[_Alternative]) -> dict[str, str]:
+    """Per first character, one pattern for the markers that start with it: the literal
+    character (the regex engine skips to it in C), a guard, then the rest of the markers as
+    a trie (one branch per next character, the longest match first).
+
+    The guard is why a flood of a delimiter's prefix (`<|<|<|…`, `</</…`, `[THIN[THIN…`) costs
+    about what plain text costs: every marker of the group ends with a closing character
+    (`>`, `]`, `▷`) that comes before any second first character, so a lookahead that finds
+    none before the next first character rejects the position in a few steps of C."""
+    groups: dict[str, list[_Alternative]] = {}
+    for alternative in alternatives:
+        groups.setdefault(alternative.literal[0], []).append(alternative)
+    return {
+        character: re.escape(character) + _guard(character, group) + _group_body(group)
+        for character, group in sorted(groups.items())
+    }
+
+
+def _group_body(group: list[_Alternative]) -> str:
+    branches = [alternative.raw for alternative in group if alternative.raw]
+    literals = [(a.literal[1:], a.ignore_case) for a in group if not a.raw]
+    if literals:
+        branches.append(_trie(literals))
+    return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+
+def _guard(character: str, group: list[_Alternative]) -> str:
+    """A lookahead for a closing character of the group before the next `character`, or
+    nothing when some marker of the group would not pass it."""
+    closing = {alternative.literal[-1] for alternative in group}
+    stops = closing | {character}
+    for alternative in group:
+        first_stop = next((c for c in alternative.literal[1:] if c in stops), None)
+        if first_stop not in closing:
+            return ""
+    stop_class = re.escape("".join(sorted(stops)))
+    closing_class = re.escape("".join(sorted(closing)))
+    return f"(?=[^{stop_class}]*[{closing_class}])"
+
+
+def _trie(literals: list[tuple[str, bool]]) -> str:
+    """Literal strings as one pattern with their common prefixes shared: at each step the
+    engine compares the next character with one branch per distinct character (a quick
+    reject in C), instead of trying every marker in turn. A marker that is a prefix of a
+    longer one makes the rest optional (greedy: the longest match wins)."""
+    root: dict[tuple[str, bool], dict[Any, Any]] = {}
+    for literal, ignore_case in literals:
+        node = root
+        for character in literal:
+            cased = ignore_case and character.lower() != character.upper()
+            node = node.setdefault((character.lower() if cased else character, cased), {})
+        node[_END_OF_MARKER] = {}
+    return _trie_node(root)
+
+
+_END_OF_MARKER: Final = ("", False)
+
+
+def _trie_node(node: dict[tuple[str, bool], dict[Any, Any]]) -> str:
+    branches = []
+    for (character, cased), child in node.items():
+        if (character, cased) == _END_OF_MARKER:
+            continue
+        if cased:
+            atom = "[" + re.escape(character) + re.escape(character.upper()) + "]"
+        else:
+            atom = re.escape(character)
+        branches.append(atom + _trie_node(child))
+    if not branches:
+        return ""
+    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+    if _END_OF_MARKER in node:
+        return f"(?:{body})?"
+    return body
 
 
 _ROLES_LITERALS: Final = (
@@ -316,27 +395,24 @@ def _after_opener(dialect: Dialect, text: str, end: int) -> int:
     return match.end() if match is not None else end
 
 
-def _block_markers(dialect: Dialect) -> list[tuple[str, str, int]]:
-    """What a block of `dialect` looks for: its closers, a tool-call marker (where a block that
-    is never closed ends) and its own openers (dropped inside it), longest first: (first
-    character, pattern, longest match)."""
-    literals = [(closer, _literal_first(closer, dialect.kind)) for closer in dialect.closers]
-    literals += [(marker, re.escape(marker)) for marker in TOOL_CALL_MARKERS]
+def _block_markers(dialect: Dialect) -> dict[str, str]:
+    """What a block of `dialect` looks for, per first character: its closers, a tool-call
+    marker (where a block that is never closed ends) and its own openers (dropped inside it)."""
+    alternatives = [
+        _Alternative(closer, ignore_case=dialect.kind == "tag") for closer in dialect.closers
+    ]
+    alternatives += [_Alternative(marker) for marker in TOOL_CALL_MARKERS]
     if dialect.kind != "phrase":  # phrases are words: inside a block they are its text
-        literals += [(opener, _literal_first(opener, dialect.kind)) for opener in dialect.openers]
-    literals.sort(key=lambda item: len(item[0]), reverse=True)
-    markers = [(literal[0], pattern, len(literal)) for literal, pattern in literals]
-    if dialect.attribute_openers:  # an opener with attributes has no longest match
-        markers.append(("<", "<" + _attribute_opener(dialect), _UNBOUNDED))
-    return markers
-
-
-_UNBOUNDED: Final = 1 << 62
+        alternatives += [
+            _Alternative(opener, ignore_case=dialect.kind == "tag") for opener in dialect.openers
+        ]
+        alternatives += _attribute_alternatives((dialect,))
+    return _first_character_patterns(alternatives)
 
 
 def _block_end_pattern(dialect: Dialect) -> re.Pattern[str]:
     """What a block of `dialect` looks for, as one pattern."""
-    return re.compile("|".join(pattern for _, pattern, _ in _block_markers(dialect)))
+    return re.compile("|".join(_block_markers(dialect).values()))
 
 
 def _closer_pattern(dialect: Dialect) -> re.Pattern[str]:
@@ -350,16 +426,21 @@ _BLOCK_END: Final = {dialect.name: _block_end_pattern(dialect) for dialect in DI
 def _block_end_searches(dialect: Dialect) -> tuple[tuple[str, re.Pattern[str], int], ...]:
     """`_BLOCK_END` of the dialect split by first character, each with its longest match:
     (character, pattern, longest)."""
-    markers = _block_markers(dialect)
-    characters = sorted({first for first, _, _ in markers})
+    longest: dict[str, int] = {}
+    markers = (*dialect.closers, *TOOL_CALL_MARKERS)
+    if dialect.kind != "phrase":
+        markers += dialect.openers
+    for marker in markers:
+        longest[marker[0]] = max(longest.get(marker[0], 0), len(marker))
+    if dialect.attribute_openers and dialect.kind != "phrase":  # no longest match
+        longest["<"] = _UNBOUNDED
     return tuple(
-        (
-            character,
-            re.compile("|".join(pattern for first, pattern, _ in markers if first == character)),
-            max(longest for first, _, longest in markers if first == character),
-        )
-        for character in characters
+        (character, re.compile(pattern), longest[character])
+        for character, pattern in _block_markers(dialect).items()
     )
+
+
+_UNBOUNDED: Final = 1 << 62
 
 
 _BLOCK_END_SEARCHES: Final = {dialect.name: _block_end_searches(dialect) for dialect in DIALECTS}
