@@ -227,11 +227,12 @@ def _inner(text: str, span: RemovedSpan) -> str:
         tail = _tail(dialect).match(body, 0, dialect.tail_window)  # Gemma's label, a summary
         if tail is not None:
             body = body[tail.end() :]
+    body = _without_nested_openers(body, dialect)  # a nested tail may look at the closer
     if span.rule != "unclosed_opener":
         closers = sorted(dialect.closers, key=len, reverse=True)
         closer = next(c for c in closers if _ends_with(body, c, dialect))
         body = body[: len(body) - len(closer)]
-    return _without_nested_openers(body, dialect)
+    return body
 
 
 def _without_nested_openers(body: str, dialect: Dialect) -> str:

@@ -381,8 +381,11 @@ def test_the_plain_text_check_knows_every_delimiter() -> None:
 
     for marker in _ROLES_LITERALS:
         assert _plain_extraction(f"a {marker} b", thought_label=False) is None
-    for tag in _TAG_KEYS:  # tags in any case
+    delimiters = {marker.lower() for marker in _ROLES_LITERALS}
+    for tag in _TAG_KEYS & delimiters:  # tags in any case
         assert _plain_extraction(f"a {tag.upper()} b", thought_label=False) is None, tag
+    # a closer that ends only its own block is text outside one
+    assert _plain_extraction("a </details> b", thought_label=False) is not None
 
 
 def test_the_quick_check_spells_out_every_first_character_of_a_delimiter() -> None:
@@ -417,3 +420,45 @@ def test_code_runs_with_no_delimiter_are_plain_text(code: str) -> None:
 )
 def test_candidates_that_start_no_marker_read_as_the_scanner_reads_them(text: str) -> None:
     assert extract(text) == scan(text)
+
+
+# --- a live text with no sign of a delimiter is held unscanned --------------------------------
+
+
+def _fed(text: str, size: int = 7) -> tuple[IncrementalExtractor, str, str]:
+    """`text` fed in chunks of `size`: the extractor, and the content and thinking so far."""
+    extractor = IncrementalExtractor()
+    out = [extractor.feed(text[start : start + size]) for start in range(0, len(text), size)]
+    return extractor, "".join(c for c, _ in out), "".join(t for _, t in out)
+
+
+def test_code_with_no_delimiter_is_not_walked_while_it_streams() -> None:
+    """Fence lines and backtick pairs with no delimiter among them are held, not scanned: the
+    scanner has read nothing until the end, where the text is plain."""
+    text = "```\n" * 200 + "`` " * 200 + "~~~\n" * 200
+    extractor, early, _ = _fed(text)
+    assert early == ""
+    assert extractor._scanner._base == 0  # nothing scanned yet
+    assert extractor.flush() == (text, "")
+    assert extractor.result() == extract(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\n" * 50 + "[THINK]x[/THINK]",
+        "```\n" * 50 + "\n[THINK]x[/THINK]y",
+        'x `a` <think signature="' + "s" * 200 + '">p</think>',
+        "Here is my thought process: p " + "`` " * 50 + "Here is my response: a",
+        "plan " * 40 + "</think>answer",
+    ],
+)
+def test_the_first_sign_of_a_delimiter_starts_the_scanner_on_all_of_it(text: str) -> None:
+    extractor, content, thinking = _fed(text)
+    late_content, late_thinking = extractor.flush()
+    whole = extract(text)
+    assert (content + late_content, (thinking + late_thinking) or None) == (
+        whole.content,
+        whole.thinking,
+    )
+    assert extractor.result() == whole

@@ -151,3 +151,63 @@ def test_the_closing_fence_is_the_line_the_pattern_finds(
     assert inline_reasoning.closing_fence(
         text, position, character, length
     ) == closing_fence_by_pattern(text, position, character, length)
+
+
+# --- the guarded trie finds what one branch per marker finds ----------------------------------
+
+
+def _one_branch_per_marker() -> re.Pattern[str]:
+    """Every delimiter, wrapper and tool-call marker as its own branch, longest first (tags in
+    any case, openers with attributes as the table describes them): the plain reading of what
+    the compiled trie must find."""
+    branches = []
+    for marker in sorted(set(inline_reasoning._ROLES_LITERALS), key=len, reverse=True):
+        branch = re.escape(marker)
+        if marker.lower() in inline_reasoning._TAG_KEYS:
+            branch = f"(?i:{branch})"
+        for dialect in DIALECTS:
+            if dialect.wrapper_suffix and marker in dialect.wrappers:
+                branch += f"(?:\\s*{re.escape(dialect.wrapper_suffix)})?"
+        branches.append(branch)
+    for dialect in DIALECTS:
+        if dialect.attribute_openers:
+            names = "|".join(re.escape(name) for name in dialect.attribute_openers)
+            required = dialect.required_attribute
+            lookahead = f"(?=[^<>]*{required})" if required else ""
+            branches.append(f"(?i:(?:{names})\\s{lookahead}[^<>]*(?<!/)>)")
+    return re.compile("|".join(branches))
+
+
+ONE_BRANCH_PER_MARKER = _one_branch_per_marker()
+FLOOD_FRAGMENTS = [
+    *FRAGMENTS,
+    *(marker[:cut] for marker in inline_reasoning._ROLES_LITERALS for cut in (3, 5, -1)),
+    '<think a="1">',
+    '<details type="reasoning" done="true">',
+    "<think a/>",
+    "[END FINAL RESPONSE] <|end|>",
+    ">",
+    "]",
+    "▷",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(FLOOD_FRAGMENTS), max_size=40).map("".join))
+@example("<|<|<|START_THINKING|>")
+@example("[THIN[THINK]")
+@example('<details type="reasoning"><think>')
+def test_the_guarded_trie_finds_what_one_branch_per_marker_finds(text: str) -> None:
+    for start in range(len(text) + 1):
+        found = inline_reasoning._next_dialect_marker(text, start)
+        expected_match = ONE_BRANCH_PER_MARKER.search(text, start)
+        assert (found and (found.start(), found.group())) == (
+            expected_match and (expected_match.start(), expected_match.group())
+        ), start
+
+
+def test_each_first_character_search_is_guarded() -> None:
+    """The lookahead for a closing character is what rejects a prefix flood in C: every
+    per-character search carries one."""
+    for character, pattern in inline_reasoning._DIALECT_MARKER_SEARCHES:
+        assert pattern.pattern.startswith(re.escape(character) + "(?=[^"), character

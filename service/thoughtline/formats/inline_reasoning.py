@@ -102,7 +102,7 @@ class InlineExtraction(NamedTuple):
     spans: tuple[RemovedSpan, ...] = ()
 
 
-_Role = Literal["open", "close", "wrapper", "trailing_wrapper", "tool_call", "block_end"]
+_Role = Literal["open", "close", "wrapper", "trailing_wrapper", "tool_call"]
 
 
 class _Marker(NamedTuple):
@@ -125,9 +125,8 @@ def _marker_roles() -> dict[str, _Marker]:
             continue
         for opener in dialect.openers:
             roles[_key(opener, dialect.kind)] = _Marker("open", dialect)
-        for closer in dialect.closers:
-            role: _Role = "close" if dialect.standalone_closer else "block_end"
-            roles[_key(closer, dialect.kind)] = _Marker(role, dialect)
+        for closer in dialect.closers if dialect.standalone_closer else ():
+            roles[_key(closer, dialect.kind)] = _Marker("close", dialect)
         for wrapper in dialect.wrappers:
             roles[_key(wrapper, dialect.kind)] = _Marker("wrapper", dialect)
         for wrapper in dialect.trailing_wrappers:
@@ -318,7 +317,9 @@ _ROLES_LITERALS: Final = (
         for dialect in DIALECTS
         for marker in (
             *(dialect.openers if dialect.kind != "phrase" else ()),
-            *(dialect.closers if dialect.kind != "phrase" or dialect.standalone_closer else ()),
+            # a closer that ends only its own block (`<|end|>`, `</details>`) is text outside
+            # one, and no delimiter: the text search leaves it to the block's own search
+            *(dialect.closers if dialect.standalone_closer else ()),
             *dialect.wrappers,
             *dialect.trailing_wrappers,
         )
@@ -979,7 +980,7 @@ class _Scanner:
             self._wrapper(match, dialect)
         elif role == "trailing_wrapper" and dialect is not None:
             self._trailing_wrapper(match, dialect)
-        else:  # a tool-call marker or harmony's `<|end|>` outside a block: text
+        else:  # a tool-call marker outside a block: text
             self._literal(match.end())
 
     def _unlisted_marker(self, matched: str) -> _Marker | None:
@@ -1558,6 +1559,13 @@ def _plain_text(text: str, thought_label: bool) -> InlineExtraction | None:
     return InlineExtraction(text, None, _SUSPECTED if suspected else ())
 
 
+_PHRASE_FIRST_CHARACTERS: Final = frozenset(opener[0] for opener in _PHRASE_OPENERS)
+_ATTRIBUTE_HEAD: Final = re.compile(
+    "(?i:"
+    + "|".join(re.escape(name) for dialect in DIALECTS for name in dialect.attribute_openers)
+    + ")\\s"
+)
+"""The start of an opener with attributes (whole, it may be longer than any literal marker)."""
 _OPENING_FIRST_CHARACTERS: Final = frozenset(
     opening[0] for opening in (*_PHRASE_OPENERS, *SUSPECTED_REASONING_OPENINGS)
 )
@@ -1597,6 +1605,12 @@ class IncrementalExtractor:
     the first delimiter is held (a closer may still make it reasoning), as is text after a
     decision that waits for more (a backtick run with no partner yet). While text waits, it is
     re-scanned only after it has doubled, so the total work stays linear.
+
+    Until the first sign of a delimiter arrives, the scanner would only hold the text, so it is
+    held unscanned: code runs then cost nothing (a stream of fence lines is as cheap as prose),
+    and at the end a text that never showed a delimiter is plain text, as `extract` reads it.
+    The first sign (a marker, or the head of an opener with attributes, in the new text and
+    the end of the old) starts the scanner on all of it.
     """
 
     def __init__(self, *, thought_label: bool = False) -> None:
@@ -1606,30 +1620,63 @@ class IncrementalExtractor:
         self._rescan_at = 0
         self._content_sent = 0
         self._thinking_sent = 0
+        # a Gemini/Gemma label is removed as soon as it arrives: the scanner runs from the start
+        self._unscanned = not thought_label
+        self._tail = ""  # the end of the unscanned text, where a marker may have begun
+        self._opening_seen = False
+        self._plain: InlineExtraction | None = None
 
     def feed(self, chunk: str) -> tuple[str, str]:
         """Scan one more chunk; return the content and thinking deltas now certain."""
         if chunk:
             self._waiting.append(chunk)
             self._waiting_length += len(chunk)
+        if self._unscanned and self._still_unscanned(chunk):
+            return "", ""
         if self._waiting_length >= self._rescan_at:
             self._scan(final=False)
         return self._new_output()
 
     def flush(self) -> tuple[str, str]:
         """End of text: every waiting decision is taken."""
+        if self._unscanned:
+            text = "".join(self._waiting)
+            self._plain = _plain_extraction(text, thought_label=False)
+            if self._plain is not None:
+                self._waiting, self._waiting_length = [], 0
+                return text, ""
+            self._unscanned = False
         self._scan(final=True)
         return self._new_output()
 
     def result(self) -> InlineExtraction:
         """The content, thinking and detections (complete after `flush`)."""
-        return _result(self._scanner)
+        return self._plain if self._plain is not None else _result(self._scanner)
 
     @property
     def found(self) -> tuple[InlineDetection, ...]:
         """The blocks found so far, in order (no `suspected_reasoning`: that needs the whole
         content)."""
         return tuple(self._scanner.detections)
+
+    def _still_unscanned(self, chunk: str) -> bool:
+        """Whether the text may stay unscanned after `chunk`: no marker and no head of an
+        opener with attributes stands in it or across its start, and the text does not open
+        with what may be a phrase (the scanner reads a phrase block as soon as it closes)."""
+        window = self._tail + chunk
+        if not self._opening_seen and window.strip():
+            self._opening_seen = True
+            if window.lstrip()[0] in _PHRASE_FIRST_CHARACTERS:
+                self._unscanned = False
+        if self._unscanned and (
+            _next_dialect_marker(window, 0) is not None or _ATTRIBUTE_HEAD.search(window)
+        ):
+            self._unscanned = False
+        if self._unscanned:
+            self._tail = window[-_LONGEST_MARKER:]
+            return True
+        self._rescan_at = 0  # scan all that waits now
+        return False
 
     def _scan(self, final: bool) -> None:
         text = "".join(self._waiting)
