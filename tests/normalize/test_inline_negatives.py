@@ -699,15 +699,16 @@ def test_the_negative_table_is_large_enough() -> None:
     assert len(NEGATIVES) >= 45
 
 
-# The price of orphan closers: prose whose first delimiter is a bare closer reads as reasoning
-# up to it (real orphan leaks look the same). Pinned here so the trade-off stays a decision, not
-# an accident; the same sentence with its delimiter in backticks comes back whole.
+# Where the rules knowingly give way, pinned so each stays a decision, not an accident: prose
+# whose first delimiter is a bare closer reads as reasoning up to it (real orphan leaks look the
+# same), and a token pair that opens a line is a block (real leaks after a line break look the
+# same). The same sentence with its delimiters in backticks comes back whole.
 TRADE_OFFS = [
     pytest.param(
         "The tag is </thought> in XML.",
         "in XML.",
         "The tag is",
-        InlineDetection("orphan_close_tag", "thought"),
+        (InlineDetection("orphan_close_tag", "thought"),),
         "The tag is `</thought>` in XML.",
         id="bare-closer-first-reads-as-orphan",
     ),
@@ -715,22 +716,43 @@ TRADE_OFFS = [
         "R1 ends its reasoning with </think>, nothing else.",
         ", nothing else.",
         "R1 ends its reasoning with",
-        InlineDetection("orphan_close_tag", "think"),
+        (InlineDetection("orphan_close_tag", "think"),),
         "R1 ends its reasoning with `</think>`, nothing else.",
         id="bare-think-closer-first-reads-as-orphan",
+    ),
+    pytest.param(
+        "If `enable_thinking` is false the template appends <|inner_suffix|> right after "
+        "<|inner_prefix|>, which leaves an empty thought.",
+        "right after",
+        "If `enable_thinking` is false the template appends \n, which leaves an empty thought.",
+        (
+            InlineDetection("orphan_close_tag", "apertus"),
+            InlineDetection("unclosed_open_tag", "apertus"),
+        ),
+        "If `enable_thinking` is false the template appends `<|inner_suffix|>` right after "
+        "`<|inner_prefix|>`, which leaves an empty thought.",
+        id="bare-token-closer-first-then-an-opener-after-the-block",
+    ),
+    pytest.param(
+        "Magistral 1.1 changed one thing:\n[THINK] and [/THINK] are special tokens now.",
+        "Magistral 1.1 changed one thing:\n are special tokens now.",
+        "and",
+        (InlineDetection("inline_tag", "mistral"),),
+        "Magistral 1.1 changed one thing:\n`[THINK]` and `[/THINK]` are special tokens now.",
+        id="token-pair-opening-a-line",
     ),
 ]
 
 
-@pytest.mark.parametrize(("text", "content", "thinking", "detection", "quoted"), TRADE_OFFS)
+@pytest.mark.parametrize(("text", "content", "thinking", "detections", "quoted"), TRADE_OFFS)
 def test_documented_trade_offs(
-    text: str, content: str, thinking: str, detection: InlineDetection, quoted: str
+    text: str,
+    content: str,
+    thinking: str,
+    detections: tuple[InlineDetection, ...],
+    quoted: str,
 ) -> None:
     result = extract(text)
-    assert (result.content, result.thinking, result.detections) == (
-        content,
-        thinking,
-        (detection,),
-    )
+    assert (result.content, result.thinking, result.detections) == (content, thinking, detections)
     in_code = extract(quoted)
     assert (in_code.content, in_code.thinking, in_code.spans) == (quoted, None, ())
