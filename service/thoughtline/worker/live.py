@@ -1,5 +1,5 @@
 """Live entries: the chunks of a response still streaming, applied in `seq` order by whichever
-worker reads them, each exactly once (README "Live streams").
+worker reads them, each exactly once (docs/live.md).
 
 A live entry is an input entry with a `stream` field (the response's id), `seq`, `format`, the
 raw chunk as `payload`, and `final=1` on the last. Per stream, Redis holds (all keys beside the
