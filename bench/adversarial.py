@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 
 import thoughtline
-from thoughtline.formats.inline_reasoning import IncrementalExtractor, extract
+from thoughtline.reasoning.scanner import IncrementalExtractor, extract
 
 GOAL = 4.0
 

@@ -15,8 +15,8 @@ import re
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from thoughtline.formats import inline_reasoning
-from thoughtline.formats.dialects import DIALECTS, TOOL_CALL_MARKERS
+from thoughtline.reasoning import scanner as inline_reasoning
+from thoughtline.reasoning.dialects import DIALECTS, TOOL_CALL_MARKERS
 
 FRAGMENTS = sorted(
     {

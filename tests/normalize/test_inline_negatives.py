@@ -15,7 +15,7 @@ from textwrap import dedent
 import pytest
 
 import thoughtline
-from thoughtline.formats.inline_reasoning import IncrementalExtractor, InlineDetection, extract
+from thoughtline.reasoning.scanner import IncrementalExtractor, InlineDetection, extract
 
 
 def _answer(text: str) -> str:

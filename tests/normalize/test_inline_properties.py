@@ -19,8 +19,8 @@ from itertools import pairwise
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from thoughtline.formats.dialects import DIALECTS, TOOL_CALL_MARKERS, Dialect
-from thoughtline.formats.inline_reasoning import (
+from thoughtline.reasoning.dialects import DIALECTS, TOOL_CALL_MARKERS, Dialect
+from thoughtline.reasoning.scanner import (
     IncrementalExtractor,
     InlineExtraction,
     RemovedSpan,

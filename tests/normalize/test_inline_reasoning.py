@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.normalize.peer_overrides import NESTED_OPENER_CASES, ours, ours_codes
-from thoughtline.formats.inline_reasoning import (
+from thoughtline.reasoning.scanner import (
     IncrementalExtractor,
     InlineDetection,
     InlineExtraction,
@@ -377,7 +377,7 @@ def test_the_shortcut_agrees_with_the_scanner_on_the_rules(
 
 
 def test_the_plain_text_check_knows_every_delimiter() -> None:
-    from thoughtline.formats.inline_reasoning import _ROLES_LITERALS, _TAG_KEYS, _plain_extraction
+    from thoughtline.reasoning.scanner import _ROLES_LITERALS, _TAG_KEYS, _plain_extraction
 
     for marker in _ROLES_LITERALS:
         assert _plain_extraction(f"a {marker} b", thought_label=False) is None
@@ -391,7 +391,7 @@ def test_the_plain_text_check_knows_every_delimiter() -> None:
 def test_the_quick_check_spells_out_every_first_character_of_a_delimiter() -> None:
     import inspect
 
-    from thoughtline.formats import inline_reasoning
+    from thoughtline.reasoning import scanner as inline_reasoning
 
     source = inspect.getsource(inline_reasoning.extract)
     for character in inline_reasoning._MARKER_FIRST_CHARACTERS:
@@ -400,7 +400,7 @@ def test_the_quick_check_spells_out_every_first_character_of_a_delimiter() -> No
 
 @pytest.mark.parametrize("code", ["`x`", "``a`b``", "```py\nx\n```", "~~~\ny\n~~~", "`"])
 def test_code_runs_with_no_delimiter_are_plain_text(code: str) -> None:
-    from thoughtline.formats.inline_reasoning import _plain_extraction
+    from thoughtline.reasoning.scanner import _plain_extraction
 
     text = f"Use {code} then <b>x</b> [link] a < b."
     assert _plain_extraction(text, thought_label=False) == InlineExtraction(text, None, ())

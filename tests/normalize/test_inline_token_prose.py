@@ -18,7 +18,7 @@ import json
 import pytest
 
 import thoughtline
-from thoughtline.formats.inline_reasoning import IncrementalExtractor, extract
+from thoughtline.reasoning.scanner import IncrementalExtractor, extract
 
 MAGISTRAL_CARD = "https://huggingface.co/mistralai/Magistral-Small-2507"
 MISTRAL_DOCS = "https://docs.mistral.ai/capabilities/reasoning/native"
@@ -447,7 +447,7 @@ def test_an_answer_naming_token_delimiters_comes_back_byte_for_byte(source: str,
 
 def test_the_table_names_every_token_dialect_and_is_large_enough() -> None:
     assert len(ANSWERS) >= 60
-    from thoughtline.formats.dialects import DIALECTS
+    from thoughtline.reasoning.dialects import DIALECTS
 
     for dialect in DIALECTS:
         if dialect.kind == "token":

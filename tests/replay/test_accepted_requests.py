@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 import thoughtline
-from thoughtline.formats.dialects import DIALECTS
 from thoughtline.inspection import normalize_request
+from thoughtline.reasoning.dialects import DIALECTS
 from thoughtline.registry import format_named
 from thoughtline.replay import build_history
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from thoughtline.formats.dialects import DIALECTS, Dialect
 from thoughtline.inspection import inspect_request, normalize_request, repeated_reasoning
 from thoughtline.inspection.conversation import thinking_fingerprints
+from thoughtline.reasoning.dialects import DIALECTS, Dialect
 from thoughtline.record import Record
 
 THINKING = (

@@ -7,7 +7,7 @@ import asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from thoughtline.detection_codes import LEAKED_THOUGHT, MALFORMED_PART
-from thoughtline.formats.dialects import DIALECT_NAMES
+from thoughtline.reasoning.dialects import DIALECT_NAMES
 from thoughtline.record import Detection, Record, Usage
 from thoughtline.worker.health import HealthServer
 from thoughtline.worker.metrics import (

@@ -19,8 +19,8 @@ import msgspec
 
 from thoughtline.detection_codes import DetectionCode
 from thoughtline.errors import NormalizeError
-from thoughtline.formats import inline_reasoning
-from thoughtline.formats.dialects import THOUGHT_LABEL_MODELS
+from thoughtline.reasoning import scanner as inline_reasoning
+from thoughtline.reasoning.dialects import THOUGHT_LABEL_MODELS
 from thoughtline.record import (
     Detection,
     DialectName,

@@ -23,7 +23,6 @@ import msgspec
 
 from thoughtline import registry
 from thoughtline.format_detection import detect_request_format
-from thoughtline.formats import inline_reasoning
 from thoughtline.formats.compose import EMPTY_META, decode, leaked
 from thoughtline.inspection.fingerprints import (
     MIN_SHARE,
@@ -34,6 +33,7 @@ from thoughtline.inspection.fingerprints import (
 )
 from thoughtline.inspection.readers import RequestReading
 from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_payload
+from thoughtline.reasoning import scanner as inline_reasoning
 from thoughtline.record import Detection, FormatName, Record
 
 

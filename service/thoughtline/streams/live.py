@@ -50,8 +50,8 @@ import msgspec
 
 from thoughtline.errors import NormalizeError
 from thoughtline.formats.compose import leaked, may_carry_thought_label
-from thoughtline.formats.inline_reasoning import IncrementalExtractor
 from thoughtline.payload import meta_object, require_utf8
+from thoughtline.reasoning.scanner import IncrementalExtractor
 from thoughtline.record import KNOWN_FORMATS, Delta, DeltaText, Detection, Record
 from thoughtline.registry import FORMATS_BY_NAME
 from thoughtline.streams.base import Chunk, Piece

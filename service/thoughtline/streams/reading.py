@@ -11,7 +11,7 @@ import msgspec
 from thoughtline.errors import NormalizeError, UnknownFormatError
 from thoughtline.format_detection import detect_stream_format
 from thoughtline.formats.compose import malformed, may_carry_thought_label
-from thoughtline.formats.inline_reasoning import extract_chunks
+from thoughtline.reasoning.scanner import extract_chunks
 from thoughtline.record import Delta, DeltaText, Record, Usage
 from thoughtline.registry import FORMATS_BY_NAME, same_stream_shape
 from thoughtline.streams.base import Assembly, Chunk, Piece

@@ -40,7 +40,7 @@ from thoughtline.detection_codes import (
     THOUGHT_DIALECT_CODES,
 )
 from thoughtline.errors import NormalizeReason
-from thoughtline.formats.dialects import DIALECT_NAMES
+from thoughtline.reasoning.dialects import DIALECT_NAMES
 from thoughtline.record import KNOWN_FORMATS, Record
 from thoughtline.worker.health import ReadinessProblems
 

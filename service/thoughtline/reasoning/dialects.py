@@ -1,4 +1,4 @@
-"""The inline-reasoning dialects: one data table, read by the scanner in `inline_reasoning`.
+"""The inline-reasoning dialects: one data table, read by the scanner.
 
 Models served without their reasoning parser put their reasoning into visible text between
 their own delimiters. Each row below is one such dialect; the scanner has no branch per

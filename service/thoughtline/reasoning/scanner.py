@@ -43,7 +43,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal, NamedTuple
 
-from thoughtline.formats.dialects import (
+from thoughtline.reasoning.dialects import (
     DIALECTS,
     SUSPECTED_REASONING_OPENINGS,
     TOOL_CALL_MARKERS,
