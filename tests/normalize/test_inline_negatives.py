@@ -15,7 +15,9 @@ from textwrap import dedent
 import pytest
 
 import thoughtline
-from thoughtline.reasoning.scanner import IncrementalExtractor, InlineDetection, extract
+from thoughtline.reasoning.results import InlineDetection
+from thoughtline.reasoning.scanner import IncrementalExtractor
+from thoughtline.reasoning.shortcuts import extract
 
 
 def _answer(text: str) -> str:

@@ -20,13 +20,9 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from thoughtline.reasoning.dialects import DIALECTS, TOOL_CALL_MARKERS, Dialect
-from thoughtline.reasoning.scanner import (
-    IncrementalExtractor,
-    InlineExtraction,
-    RemovedSpan,
-    extract,
-    extract_chunks,
-)
+from thoughtline.reasoning.results import InlineExtraction, RemovedSpan
+from thoughtline.reasoning.scanner import IncrementalExtractor, extract_chunks
+from thoughtline.reasoning.shortcuts import extract
 
 MARKERS = sorted(
     {
@@ -479,6 +475,7 @@ def _may_open_here(text: str, span: RemovedSpan, before: list[RemovedSpan]) -> b
         return True
     if any(earlier.reasoning for earlier in before):
         return True
+    assert span.dialect is not None
     if _DIALECT[span.dialect].kind != "token":
         return False
     if any(e.rule in _BLOCK_RULES and e.dialect == span.dialect for e in before):

@@ -17,14 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.normalize.peer_overrides import NESTED_OPENER_CASES, ours, ours_codes
-from thoughtline.reasoning.scanner import (
-    IncrementalExtractor,
-    InlineDetection,
-    InlineExtraction,
-    extract,
-    extract_chunks,
-    scan,
-)
+from thoughtline.reasoning.results import InlineDetection, InlineExtraction
+from thoughtline.reasoning.scanner import IncrementalExtractor, extract_chunks, scan
+from thoughtline.reasoning.shortcuts import extract
 
 T, ORPHAN, U = "inline_tag", "orphan_close_tag", "unclosed_open_tag"
 
@@ -377,33 +372,76 @@ def test_the_shortcut_agrees_with_the_scanner_on_the_rules(
 
 
 def test_the_plain_text_check_knows_every_delimiter() -> None:
-    from thoughtline.reasoning.scanner import _ROLES_LITERALS, _TAG_KEYS, _plain_extraction
+    from thoughtline.reasoning.markers import ROLES_LITERALS, TAG_KEYS
+    from thoughtline.reasoning.search import plain_extraction
 
-    for marker in _ROLES_LITERALS:
-        assert _plain_extraction(f"a {marker} b", thought_label=False) is None
-    delimiters = {marker.lower() for marker in _ROLES_LITERALS}
-    for tag in _TAG_KEYS & delimiters:  # tags in any case
-        assert _plain_extraction(f"a {tag.upper()} b", thought_label=False) is None, tag
+    for marker in ROLES_LITERALS:
+        assert plain_extraction(f"a {marker} b", thought_label=False) is None
+    delimiters = {marker.lower() for marker in ROLES_LITERALS}
+    for tag in TAG_KEYS & delimiters:  # tags in any case
+        assert plain_extraction(f"a {tag.upper()} b", thought_label=False) is None, tag
     # a closer that ends only its own block is text outside one
-    assert _plain_extraction("a </details> b", thought_label=False) is not None
+    assert plain_extraction("a </details> b", thought_label=False) is not None
 
 
-def test_the_quick_check_spells_out_every_first_character_of_a_delimiter() -> None:
-    import inspect
+_NEW_DIALECT_SCRIPT = """
+import importlib
+import json
 
-    from thoughtline.reasoning import scanner as inline_reasoning
+from thoughtline.reasoning import dialects, markers, scanner, search, shortcuts, sinks
 
-    source = inspect.getsource(inline_reasoning.extract)
-    for character in inline_reasoning._MARKER_FIRST_CHARACTERS:
-        assert f'"{character}" in text' in source
+# A dialect whose markers start with a character no other marker starts with, added to the
+# table; everything compiled from the table is compiled anew, in the order of the imports.
+new = dialects.Dialect("test", "token", ("⟦think⟧",), ("⟦/think⟧",))
+dialects.DIALECTS = (*dialects.DIALECTS, new)
+for module in (markers, search, sinks, scanner, shortcuts):
+    importlib.reload(module)
+extract, extract_chunks = shortcuts.extract, scanner.extract_chunks
+
+text = "⟦think⟧plan⟦/think⟧answer"
+whole = extract(text)
+live = scanner.IncrementalExtractor()
+fed = [live.feed(character) for character in text] + [live.flush()]
+recorded, contents, thinkings = extract_chunks(list(text))
+print(json.dumps({
+    "first": "⟦" in markers.MARKER_FIRST_CHARACTERS,
+    "whole": [whole.content, whole.thinking, [d.dialect for d in whole.detections]],
+    "live": ["".join(c for c, _ in fed), "".join(t for _, t in fed)],
+    "recorded": ["".join(contents), "".join(thinkings)],
+}))
+"""
+
+
+def test_a_new_dialect_s_first_character_is_found_by_every_path() -> None:
+    """The first characters the searches and the quick check look for are derived from the
+    table: a dialect starting with a new character is found by `extract`, a live stream and a
+    recorded one, with no change to the code. (In a fresh interpreter, whose reasoning modules
+    are compiled anew from the patched table.)"""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _NEW_DIALECT_SCRIPT],
+        capture_output=True,
+        text=True,
+        check=True,
+        encoding="utf-8",
+    )
+    found = json.loads(done.stdout)
+    assert found == {
+        "first": True,
+        "whole": ["answer", "plan", ["test"]],
+        "live": ["answer", "plan"],
+        "recorded": ["answer", "plan"],
+    }
 
 
 @pytest.mark.parametrize("code", ["`x`", "``a`b``", "```py\nx\n```", "~~~\ny\n~~~", "`"])
 def test_code_runs_with_no_delimiter_are_plain_text(code: str) -> None:
-    from thoughtline.reasoning.scanner import _plain_extraction
+    from thoughtline.reasoning.search import plain_extraction
 
     text = f"Use {code} then <b>x</b> [link] a < b."
-    assert _plain_extraction(text, thought_label=False) == InlineExtraction(text, None, ())
+    assert plain_extraction(text, thought_label=False) == InlineExtraction(text, None, ())
     assert extract(text) == scan(text)
     after_block = f"<think>plan</think>{text}"
     assert extract(after_block) == scan(after_block)

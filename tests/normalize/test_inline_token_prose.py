@@ -18,7 +18,8 @@ import json
 import pytest
 
 import thoughtline
-from thoughtline.reasoning.scanner import IncrementalExtractor, extract
+from thoughtline.reasoning.scanner import IncrementalExtractor
+from thoughtline.reasoning.shortcuts import extract
 
 MAGISTRAL_CARD = "https://huggingface.co/mistralai/Magistral-Small-2507"
 MISTRAL_DOCS = "https://docs.mistral.ai/capabilities/reasoning/native"

@@ -19,8 +19,9 @@ import msgspec
 
 from thoughtline.detection_codes import DetectionCode
 from thoughtline.errors import NormalizeError
-from thoughtline.reasoning import scanner as inline_reasoning
 from thoughtline.reasoning.dialects import THOUGHT_LABEL_MODELS
+from thoughtline.reasoning.results import InlineExtraction
+from thoughtline.reasoning.shortcuts import extract
 from thoughtline.record import (
     Detection,
     DialectName,
@@ -147,7 +148,7 @@ class VisibleTextReading(NamedTuple):
 
     path: str
     text: str
-    extraction: inline_reasoning.InlineExtraction
+    extraction: InlineExtraction
 
 
 _EXPLAINED: ContextVar[list[VisibleTextReading] | None] = ContextVar("explained", default=None)
@@ -178,7 +179,7 @@ def build_record(
     detections = turn.detections
     visible_text = turn.visible_text
     model = turn.model
-    inline = inline_reasoning.extract(
+    inline = extract(
         visible_text, thought_label=model is not None and may_carry_thought_label(model)
     )
     if inline.detections:

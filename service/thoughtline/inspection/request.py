@@ -33,7 +33,8 @@ from thoughtline.inspection.fingerprints import (
 )
 from thoughtline.inspection.readers import RequestReading
 from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_payload
-from thoughtline.reasoning import scanner as inline_reasoning
+from thoughtline.reasoning.results import REASONING_IN_TEXT_CODES, InlineExtraction
+from thoughtline.reasoning.shortcuts import extract
 from thoughtline.record import Detection, FormatName, Record
 
 
@@ -102,15 +103,13 @@ def _inline_detections(reading: RequestReading) -> list[Detection]:
     return [
         leaked("replayed_reasoning", path)
         for path, texts in reading.message_texts
-        if _holds_reasoning(inline_reasoning.extract("".join(texts)))
+        if _holds_reasoning(extract("".join(texts)))
     ]
 
 
-def _holds_reasoning(extraction: inline_reasoning.InlineExtraction) -> bool:
+def _holds_reasoning(extraction: InlineExtraction) -> bool:
     """Reasoning in any dialect of docs/inline-reasoning.md (a guess alone does not count)."""
-    return any(
-        found.code in inline_reasoning.REASONING_IN_TEXT_CODES for found in extraction.detections
-    )
+    return any(found.code in REASONING_IN_TEXT_CODES for found in extraction.detections)
 
 
 def _in_request_repeats(reading: RequestReading) -> list[Detection]:

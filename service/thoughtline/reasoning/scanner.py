@@ -38,596 +38,53 @@ stream that must wait re-scans only after what is waiting has doubled.
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, Literal, NamedTuple
+from typing import Literal
 
-from thoughtline.reasoning.dialects import (
-    DIALECTS,
-    SUSPECTED_REASONING_OPENINGS,
-    TOOL_CALL_MARKERS,
-    Dialect,
+from thoughtline.reasoning.dialects import Dialect
+from thoughtline.reasoning.markers import (
+    ATTRIBUTE_HEAD,
+    ATTRIBUTE_OPENERS,
+    BACKTICK_RUN,
+    CANDIDATE,
+    CLOSER,
+    CLOSER_KEYS,
+    CODE_START,
+    LINE_BREAKS,
+    LONGEST_MARKER,
+    LONGEST_PHRASE,
+    NON_SPACE,
+    PHRASE_FIRST_CHARACTERS,
+    PHRASES,
+    ROLES,
+    SUFFIXED_WRAPPERS,
+    THOUGHT_LABEL,
+    TOOL_CALL_SET,
+    UNFINISHED_ATTRIBUTE_OPENER,
+    Marker,
+    after_opener,
+    marker_key,
 )
+from thoughtline.reasoning.results import (
+    InlineCode,
+    InlineDetection,
+    InlineExtraction,
+    RemovedSpan,
+    SpanRule,
+    suspected,
+)
+from thoughtline.reasoning.search import (
+    BLOCK_END_SEARCH,
+    TEXT_SEARCH,
+    SearchState,
+    closing_fence,
+    find_marker,
+    next_dialect_marker,
+    plain_extraction,
+)
+from thoughtline.reasoning.sinks import ContentSink, Output, ThinkingSink
 from thoughtline.record import DialectName
-
-InlineCode = Literal[
-    "inline_tag",
-    "orphan_close_tag",
-    "unclosed_open_tag",
-    "thought_label",
-    "suspected_reasoning",
-]
-SpanRule = Literal[
-    "block",
-    "orphan_closer",
-    "unclosed_opener",
-    "stray_closer",
-    "answer_wrapper",
-    "thought_label",
-]
-
-
-REASONING_IN_TEXT_CODES: Final[frozenset[str]] = frozenset(
-    {"inline_tag", "orphan_close_tag", "unclosed_open_tag", "thought_label", "thought_in_content"}
-)
-"""Codes that say the provider's visible text held reasoning (so its raw message must not be
-sent back as it is)."""
-
-
-class InlineDetection(NamedTuple):
-    """One leaked-reasoning finding in visible text, with the dialect that matched (or None)."""
-
-    code: InlineCode
-    dialect: DialectName | None
-
-
-class RemovedSpan(NamedTuple):
-    """A stretch of the visible text that did not stay in content, and why (for `--explain`)."""
-
-    start: int
-    end: int
-    rule: SpanRule
-    dialect: DialectName | None
-    reasoning: bool
-    """Whether the span's inner text went to thinking (a non-empty block)."""
-
-
-class InlineExtraction(NamedTuple):
-    """What inline extraction made of a visible text."""
-
-    content: str
-    thinking: str | None
-    detections: tuple[InlineDetection, ...]
-    spans: tuple[RemovedSpan, ...] = ()
-
-
-_Role = Literal["open", "close", "wrapper", "trailing_wrapper", "tool_call"]
-
-
-class _Marker(NamedTuple):
-    role: _Role
-    dialect: Dialect | None
-
-
-# --- the compiled tables -------------------------------------------------------------------
-
-
-def _marker_roles() -> dict[str, _Marker]:
-    roles: dict[str, _Marker] = {}
-    for dialect in DIALECTS:
-        if dialect.kind == "phrase":  # phrases are looked for at the start only
-            if dialect.standalone_closer:
-                for closer in dialect.closers:
-                    roles[closer] = _Marker("close", dialect)
-            for wrapper in dialect.wrappers:
-                roles[wrapper] = _Marker("wrapper", dialect)
-            continue
-        for opener in dialect.openers:
-            roles[_key(opener, dialect.kind)] = _Marker("open", dialect)
-        for closer in dialect.closers if dialect.standalone_closer else ():
-            roles[_key(closer, dialect.kind)] = _Marker("close", dialect)
-        for wrapper in dialect.wrappers:
-            roles[_key(wrapper, dialect.kind)] = _Marker("wrapper", dialect)
-        for wrapper in dialect.trailing_wrappers:
-            roles[_key(wrapper, dialect.kind)] = _Marker("trailing_wrapper", dialect)
-    for marker in TOOL_CALL_MARKERS:
-        roles.setdefault(marker, _Marker("tool_call", None))
-    return roles
-
-
-def _key(marker: str, kind: str) -> str:
-    return marker.lower() if kind == "tag" else marker
-
-
-_ROLES: Final = _marker_roles()
-_TAG_KEYS: Final = frozenset(
-    _key(marker, "tag")
-    for dialect in DIALECTS
-    if dialect.kind == "tag"
-    for marker in (*dialect.openers, *dialect.closers, *dialect.wrappers)
-)
-_SUFFIXED_WRAPPERS: Final = {
-    wrapper: dialect
-    for dialect in DIALECTS
-    if dialect.wrapper_suffix
-    for wrapper in dialect.wrappers
-}
-
-
-def _attribute_opener(dialect: Dialect) -> str:
-    """The dialect's openers with attributes, as a pattern after their `<`: a name, whitespace,
-    anything but `<` and `>` (holding the required attribute, if any) and a `>` that closes
-    no self-closing tag."""
-    names = "|".join(re.escape(name[1:]) for name in dialect.attribute_openers)
-    required = f"(?=[^<>]*{dialect.required_attribute})" if dialect.required_attribute else ""
-    return f"(?i:(?:{names})\\s{required}[^<>]*(?<!/)>)"
-
-
-_ATTRIBUTE_OPENERS: Final = tuple(
-    (re.compile("<" + _attribute_opener(dialect)), dialect)
-    for dialect in DIALECTS
-    if dialect.attribute_openers
-)
-"""Tags that open with attributes (`<think signature="…">`, Open WebUI's `<details
-type="reasoning" …>`), each as a whole pattern with its dialect."""
-_UNFINISHED_ATTRIBUTE_OPENER: Final = re.compile(
-    "(?i:"
-    + "|".join(re.escape(name) for dialect in DIALECTS for name in dialect.attribute_openers)
-    + ")(?:\\s[^<>]*)?\\Z"
-)
-"""The start of an opener with attributes that a live text may still complete."""
-_OPENER_TAILS: Final = {
-    dialect.name: (
-        re.compile(dialect.opener_tail, re.IGNORECASE if dialect.kind == "tag" else 0),
-        dialect.tail_window,
-    )
-    for dialect in DIALECTS
-    if dialect.opener_tail
-}
-"""What goes with an opener right after it (Gemma's `thought` label and its line break, Open
-WebUI's `<summary>`), and how far it may reach."""
-
-
-class _Alternative(NamedTuple):
-    """One marker to search for: its literal text (tags in any case), or, for a marker with no
-    one literal form, a pattern for what follows its first character (`raw`; `literal` then
-    stands for its first and last character)."""
-
-    literal: str
-    ignore_case: bool = False
-    raw: str = ""
-
-
-def _alternatives(literals: Iterable[str]) -> list[_Alternative]:
-    """The markers as alternatives: tags ignore case, a suffixed wrapper takes its suffix."""
-    found = []
-    for marker in dict.fromkeys(literals):
-        dialect = _SUFFIXED_WRAPPERS.get(marker)
-        if dialect is not None:
-            suffix = f"(?:\\s*{re.escape(dialect.wrapper_suffix)})?"
-            found.append(_Alternative(marker, raw=re.escape(marker[1:]) + suffix))
-        else:
-            found.append(_Alternative(marker, ignore_case=marker.lower() in _TAG_KEYS))
-    return found
-
-
-def _attribute_alternatives(dialects: Iterable[Dialect]) -> list[_Alternative]:
-    return [
-        _Alternative("<>", raw=_attribute_opener(dialect))
-        for dialect in dialects
-        if dialect.attribute_openers
-    ]
-
-
-def _marker_pattern(literals: Iterable[str], *, code_runs: bool = True) -> re.Pattern[str]:
-    """Every marker (and Markdown code run) as one pattern: the patterns per first character
-    joined (see `_first_character_patterns`)."""
-    alternatives = _alternatives(literals)
-    if any(alternative.literal.startswith("<") for alternative in alternatives):
-        alternatives += _attribute_alternatives(DIALECTS)
-    parts = list(_first_character_patterns(alternatives).values())
-    if code_runs:
-        parts += [
-            r"``*",  # written so that every branch starts with a literal: the regex engine then
-            r"~~~~*",  # skips text with none of these first characters at C speed
-        ]
-    return re.compile("|".join(parts))
-
-
-def _first_character_patterns(alternatives: Iterable[_Alternative]) -> dict[str, str]:
-    """Per first character, one pattern for the markers that start with it: the literal
-    character (the regex engine skips to it in C), a guard, then the rest of the markers as
-    a trie (one branch per next character, the longest match first).
-
-    The guard is why a flood of a delimiter's prefix (`<|<|<|…`, `</</…`, `[THIN[THIN…`) costs
-    about what plain text costs: every marker of the group ends with a closing character
-    (`>`, `]`, `▷`) that comes before any second first character, so a lookahead that finds
-    none before the next first character rejects the position in a few steps of C."""
-    groups: dict[str, list[_Alternative]] = {}
-    for alternative in alternatives:
-        groups.setdefault(alternative.literal[0], []).append(alternative)
-    return {
-        character: re.escape(character) + _guard(character, group) + _group_body(group)
-        for character, group in sorted(groups.items())
-    }
-
-
-def _group_body(group: list[_Alternative]) -> str:
-    branches = [alternative.raw for alternative in group if alternative.raw]
-    literals = [(a.literal[1:], a.ignore_case) for a in group if not a.raw]
-    if literals:
-        branches.append(_trie(literals))
-    return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-
-
-def _guard(character: str, group: list[_Alternative]) -> str:
-    """A lookahead for a closing character of the group before the next `character`, or
-    nothing when some marker of the group would not pass it."""
-    closing = {alternative.literal[-1] for alternative in group}
-    stops = closing | {character}
-    for alternative in group:
-        first_stop = next((c for c in alternative.literal[1:] if c in stops), None)
-        if first_stop not in closing:
-            return ""
-    stop_class = re.escape("".join(sorted(stops)))
-    closing_class = re.escape("".join(sorted(closing)))
-    return f"(?=[^{stop_class}]*[{closing_class}])"
-
-
-def _trie(literals: list[tuple[str, bool]]) -> str:
-    """Literal strings as one pattern with their common prefixes shared: at each step the
-    engine compares the next character with one branch per distinct character (a quick
-    reject in C), instead of trying every marker in turn. A marker that is a prefix of a
-    longer one makes the rest optional (greedy: the longest match wins)."""
-    root: dict[tuple[str, bool], dict[Any, Any]] = {}
-    for literal, ignore_case in literals:
-        node = root
-        for character in literal:
-            cased = ignore_case and character.lower() != character.upper()
-            node = node.setdefault((character.lower() if cased else character, cased), {})
-        node[_END_OF_MARKER] = {}
-    return _trie_node(root)
-
-
-_END_OF_MARKER: Final = ("", False)
-
-
-def _trie_node(node: dict[tuple[str, bool], dict[Any, Any]]) -> str:
-    branches = []
-    for (character, cased), child in node.items():
-        if (character, cased) == _END_OF_MARKER:
-            continue
-        if cased:
-            atom = "[" + re.escape(character) + re.escape(character.upper()) + "]"
-        else:
-            atom = re.escape(character)
-        branches.append(atom + _trie_node(child))
-    if not branches:
-        return ""
-    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-    if _END_OF_MARKER in node:
-        return f"(?:{body})?"
-    return body
-
-
-_ROLES_LITERALS: Final = (
-    tuple(
-        marker
-        for dialect in DIALECTS
-        for marker in (
-            *(dialect.openers if dialect.kind != "phrase" else ()),
-            # a closer that ends only its own block (`<|end|>`, `</details>`) is text outside
-            # one, and no delimiter: the text search leaves it to the block's own search
-            *(dialect.closers if dialect.standalone_closer else ()),
-            *dialect.wrappers,
-            *dialect.trailing_wrappers,
-        )
-    )
-    + TOOL_CALL_MARKERS
-)
-_MARKERS: Final = _marker_pattern(_ROLES_LITERALS)
-"""Every marker and code run as one pattern: what `_TEXT_SEARCH` finds, split by first
-character (the scanner searches the split one; a test holds the two equal)."""
-_CANDIDATES: Final = tuple(sorted({marker[0] for marker in _ROLES_LITERALS} | {"`", "~"}))
-"""Every character a delimiter, a code run or a wrapper starts with (for the live scanner's
-look at a tail that may still grow into a marker)."""
-_CANDIDATE: Final = re.compile("[" + re.escape("".join(_CANDIDATES)) + "]")
-_MARKER_FIRST_CHARACTERS: Final = frozenset(marker[0] for marker in _ROLES_LITERALS)
-_DIALECT_MARKER_SEARCHES: Final = tuple(
-    (
-        character,
-        _marker_pattern(
-            (marker for marker in _ROLES_LITERALS if marker.startswith(character)),
-            code_runs=False,
-        ),
-    )
-    for character in sorted(_MARKER_FIRST_CHARACTERS)
-)
-"""Per first character, the delimiters, wrappers and tool-call markers that start with it (no
-code runs): each pattern starts with one literal character, so the regex engine's search skips
-to the next occurrence of it in C and tries the marker there, with no Python step per `<` of an
-HTML or code answer. `_MARKERS` with the code runs left out, split by first character."""
-
-
-class _Search(NamedTuple):
-    """A pattern split by the first character of its matches (every match starts with a
-    literal one), each part with the literal text all its matches start with: `str.find`
-    (memchr speed, far faster than the regex engine's scan) jumps to the first place the part
-    may match, and the part's search goes on from there in C, so no Python step is spent per
-    `<` of an HTML answer or per `[` of a Markdown link. `slot` names its place in a search
-    memo (see `find_marker`)."""
-
-    slot: int
-    parts: tuple[tuple[str, re.Pattern[str]], ...]
-
-
-_search_slots: Final = itertools.count()
-
-
-def _split_search(parts: Iterable[tuple[str, re.Pattern[str]]]) -> _Search:
-    return _Search(next(_search_slots), tuple(parts))
-
-
-_TEXT_SEARCH: Final = _split_search(
-    (*_DIALECT_MARKER_SEARCHES, ("`", re.compile(r"``*")), ("~", re.compile(r"~~~~*")))
-)
-"""`_MARKERS` (delimiters and code runs) split by first character, for `find_marker`."""
-_LONGEST_MARKER: Final = max(len(marker) for marker in _ROLES_LITERALS) + len("thought\r\n")
-"""How far before the end of a live text a marker may still be growing."""
-
-
-def _literal_first(marker: str, kind: str) -> str:
-    """A marker as a pattern that starts with a literal character (tags match in any case):
-    with every branch so, the regex engine skips unrelated text at C speed."""
-    if kind == "tag":
-        return re.escape(marker[0]) + f"(?i:{re.escape(marker[1:])})"
-    return re.escape(marker)
-
-
-def _after_opener(dialect: Dialect, text: str, end: int) -> int:
-    """Where the delimiter ends when an opener of `dialect` ends at `end`: after its tail
-    (Gemma's `thought` label, Open WebUI's `<summary>`), when one stands there."""
-    tail = _OPENER_TAILS.get(dialect.name)
-    if tail is None:
-        return end
-    pattern, window = tail
-    match = pattern.match(text, end, end + window)
-    return match.end() if match is not None else end
-
-
-def _block_markers(dialect: Dialect) -> dict[str, str]:
-    """What a block of `dialect` looks for, per first character: its closers, a tool-call
-    marker (where a block that is never closed ends) and its own openers (dropped inside it)."""
-    alternatives = [
-        _Alternative(closer, ignore_case=dialect.kind == "tag") for closer in dialect.closers
-    ]
-    alternatives += [_Alternative(marker) for marker in TOOL_CALL_MARKERS]
-    if dialect.kind != "phrase":  # phrases are words: inside a block they are its text
-        alternatives += [
-            _Alternative(opener, ignore_case=dialect.kind == "tag") for opener in dialect.openers
-        ]
-        alternatives += _attribute_alternatives((dialect,))
-    return _first_character_patterns(alternatives)
-
-
-def _block_end_pattern(dialect: Dialect) -> re.Pattern[str]:
-    """What a block of `dialect` looks for, as one pattern."""
-    return re.compile("|".join(_block_markers(dialect).values()))
-
-
-def _closer_pattern(dialect: Dialect) -> re.Pattern[str]:
-    return re.compile("|".join(_literal_first(closer, dialect.kind) for closer in dialect.closers))
-
-
-_BLOCK_END: Final = {dialect.name: _block_end_pattern(dialect) for dialect in DIALECTS}
-"""As one pattern per dialect, what `_BLOCK_END_SEARCH` finds (a test holds the two equal)."""
-
-
-def _block_end_searches(dialect: Dialect) -> tuple[tuple[str, re.Pattern[str], int], ...]:
-    """`_BLOCK_END` of the dialect split by first character, each with its longest match:
-    (character, pattern, longest)."""
-    longest: dict[str, int] = {}
-    markers = (*dialect.closers, *TOOL_CALL_MARKERS)
-    if dialect.kind != "phrase":
-        markers += dialect.openers
-    for marker in markers:
-        longest[marker[0]] = max(longest.get(marker[0], 0), len(marker))
-    if dialect.attribute_openers and dialect.kind != "phrase":  # no longest match
-        longest["<"] = _UNBOUNDED
-    return tuple(
-        (character, re.compile(pattern), longest[character])
-        for character, pattern in _block_markers(dialect).items()
-    )
-
-
-_UNBOUNDED: Final = 1 << 62
-
-
-_BLOCK_END_SEARCHES: Final = {dialect.name: _block_end_searches(dialect) for dialect in DIALECTS}
-_BLOCK_END_SEARCH: Final = {
-    name: _split_search((character, pattern) for character, pattern, _ in searches)
-    for name, searches in _BLOCK_END_SEARCHES.items()
-}
-"""`_BLOCK_END` of each dialect, for `find_marker`."""
-_CLOSER_KEYS: Final = {
-    dialect.name: frozenset(_key(closer, dialect.kind) for closer in dialect.closers)
-    for dialect in DIALECTS
-}
-_CLOSER: Final = {dialect.name: _closer_pattern(dialect) for dialect in DIALECTS}
-_TOOL_CALL_SET: Final = frozenset(TOOL_CALL_MARKERS)
-_PHRASES: Final = tuple(dialect for dialect in DIALECTS if dialect.kind == "phrase")
-_CODE_START: Final = re.compile(r"`|~~~")
-_BACKTICK_RUN: Final = re.compile(r"``*")  # a literal first: the engine skips to it in C
-_FENCE_RUNS: Final = {"`": re.compile(r"````*"), "~": re.compile(r"~~~~*")}
-"""Runs of three or more of a fence's character (each starts with a literal)."""
-_NON_SPACE: Final = re.compile(r"\S")
-_THOUGHT_LABEL: Final = "thought"
-_LINE_BREAKS: Final = ("\r\n", "\n", "\r")
-
-
-# --- output sinks --------------------------------------------------------------------------
-
-
-class _Output:
-    """Pieces of output text, each with where it came from in the source text: a verbatim
-    piece `text[start:start + len(piece)]`, or an inserted one (a glue space, the LF between
-    blocks) at `start` with `inserted` set. That lets the pieces be handed out per chunk."""
-
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
-        self.starts: list[int] = []
-        self.inserted: list[bool] = []
-
-    def add(self, piece: str, start: int, inserted: bool = False) -> None:
-        self.pieces.append(piece)
-        self.starts.append(start)
-        self.inserted.append(inserted)
-
-
-_Held = tuple[str, int]
-"""A verbatim piece of source text not written yet, with its start."""
-
-
-class _ContentSink:
-    """Visible content: kept text with glue spaces, trimmed at its ends once anything was cut.
-
-    Whitespace is held until what follows it is known: a run at the very end is trimmed when
-    anything was removed, and so is leading whitespace, even when the removal comes later.
-    """
-
-    def __init__(self) -> None:
-        self.output = _Output()
-        self.cut_seen = False
-        self._glue_pending = False
-        self._started = False
-        self._leading: list[_Held] = []
-        self._waiting_for_cut: list[tuple[str, int, bool]] | None = None
-        self._pending_space: list[_Held] = []
-
-    def write(self, text: str, end: int) -> None:
-        """`text` is the source text that ends at `end`."""
-        if not text:
-            return
-        start = end - len(text)
-        if not self._started:
-            body = text.lstrip()
-            lead = len(text) - len(body)
-            if lead:
-                self._leading.append((text[:lead], start))
-            if not body:
-                return
-            self._started = True
-            self._glue_pending = False  # nothing stands on the left to glue to
-            if self._leading and not self.cut_seen:
-                self._waiting_for_cut = []
-            text, start = body, start + lead
-        body = text.rstrip()
-        if not body:
-            self._pending_space.append((text, start))
-            return
-        if self._pending_space:
-            for space, space_start in self._pending_space:
-                self._emit(space, space_start, False)
-            self._pending_space.clear()
-        elif self._glue_pending and not body[0].isspace():
-            self._emit(" ", start, True)
-        self._glue_pending = False
-        self._emit(body, start, False)
-        if len(body) < len(text):
-            self._pending_space.append((text[len(body) :], start + len(body)))
-
-    def cut(self, glue: bool) -> None:
-        """Something was removed here; `glue`: a block, which leaves a space between words."""
-        self.cut_seen = True
-        if glue and self._started:
-            self._glue_pending = True
-        if self._waiting_for_cut is not None:
-            waiting, self._waiting_for_cut = self._waiting_for_cut, None
-            self._leading.clear()
-            for piece, start, inserted in waiting:
-                self._emit(piece, start, inserted)
-
-    def finish(self) -> None:
-        """End of text: held whitespace stays only when nothing was removed."""
-        if self.cut_seen:
-            return
-        leading, waiting = self._leading, self._waiting_for_cut or []
-        self._waiting_for_cut = None
-        for piece, start in leading:
-            self._emit(piece, start, False)
-        for piece, start, inserted in waiting:
-            self._emit(piece, start, inserted)
-        for piece, start in self._pending_space:
-            self._emit(piece, start, False)
-        self._leading, self._pending_space = [], []
-
-    def _emit(self, piece: str, start: int, inserted: bool) -> None:
-        if self._waiting_for_cut is not None:
-            self._waiting_for_cut.append((piece, start, inserted))
-        else:
-            self.output.add(piece, start, inserted)
-
-
-class _ThinkingSink:
-    """Inline thinking: the non-empty blocks joined with LF, trimmed at the two ends."""
-
-    def __init__(self) -> None:
-        self.output = _Output()
-        self.any_block = False
-        self._block_has_text = False
-        self._block_leading: list[_Held] = []
-        self._pending_space: list[_Held] = []
-
-    def start_block(self) -> None:
-        self._block_has_text = False
-        self._block_leading.clear()
-
-    def write(self, text: str, end: int) -> None:
-        """`text` is the source text that ends at `end`."""
-        if not text:
-            return
-        start = end - len(text)
-        if not self._block_has_text:
-            body = text.lstrip()
-            lead = len(text) - len(body)
-            if lead:
-                self._block_leading.append((text[:lead], start))
-            if not body:
-                return
-            self._block_has_text = True
-            if self.any_block:  # the LF between blocks, after the last block's trailing space
-                self._flush_space()
-                first = self._block_leading[0][1] if self._block_leading else start + lead
-                self.output.add("\n", first, inserted=True)
-                for space, space_start in self._block_leading:
-                    self.output.add(space, space_start)
-            self._block_leading.clear()
-            self.any_block = True
-            text, start = body, start + lead
-        body = text.rstrip()
-        if not body:
-            self._pending_space.append((text, start))
-            return
-        self._flush_space()
-        self.output.add(body, start)
-        if len(body) < len(text):
-            self._pending_space.append((text[len(body) :], start + len(body)))
-
-    def end_block(self) -> bool:
-        """Close the block; True when it held reasoning (not only whitespace)."""
-        had_text = self._block_has_text
-        self._block_has_text = False
-        self._block_leading.clear()
-        return had_text
-
-    def _flush_space(self) -> None:
-        for space, space_start in self._pending_space:
-            self.output.add(space, space_start)
-        self._pending_space.clear()
-
-
-# --- the scanner ---------------------------------------------------------------------------
 
 
 class _NeedMoreTextError(Exception):
@@ -635,125 +92,9 @@ class _NeedMoreTextError(Exception):
 
 
 _Mode = Literal["text", "block", "fence"]
+
+
 _Stage = Literal["label", "phrase", "scan"]
-
-
-class _SearchState:
-    """One split search over one text: each part's next match (None: it has no more), the
-    nearest of them, the part it came from, and the nearest of the other parts' matches."""
-
-    __slots__ = ("matches", "nearest", "part", "rest")
-
-    def __init__(
-        self,
-        matches: list[re.Match[str] | None],
-        nearest: re.Match[str] | None,
-        part: int,
-        rest: re.Match[str] | None,
-    ) -> None:
-        self.matches = matches
-        self.nearest = nearest
-        self.part = part
-        self.rest = rest
-
-
-_NO_MATCH_LEFT: Final = _SearchState([], None, 0, None)
-"""The state of a search with no match left in its text (its matches are never read)."""
-
-
-def find_marker(
-    text: str, search: _Search, position: int, memo: dict[int, _SearchState]
-) -> re.Match[str] | None:
-    """The first match at or after `position` of the pattern `search` splits: the nearest of
-    its parts' matches. Each part's next match stays in `memo` (one per text; the positions
-    asked must not go back): a part is searched again only once `position` has passed its
-    match, so each is searched about once per match it has, and while one part keeps giving
-    the nearest match (the backtick runs of code spans) a step costs one search of it."""
-    state = memo.get(search.slot)
-    if state is None:  # the first search of this text: every part, in one walk (a live
-        # text is searched anew on every run, so this walk is its usual step)
-        matches: list[re.Match[str] | None] = []
-        nearest = rest = None
-        part = 0
-        for index, (prefix, pattern) in enumerate(search.parts):
-            at = text.find(prefix, position)
-            found = pattern.search(text, at) if at >= 0 else None
-            matches.append(found)
-            if found is None:
-                continue
-            if nearest is None or found.start() < nearest.start():
-                rest, nearest, part = nearest, found, index
-            elif rest is None or found.start() < rest.start():
-                rest = found
-        # With no match at all (most live runs) the one shared empty state does.
-        memo[search.slot] = (
-            _SearchState(matches, nearest, part, rest) if nearest is not None else _NO_MATCH_LEFT
-        )
-        return nearest
-    else:
-        nearest = state.nearest
-        if nearest is None:  # no match was left
-            return None
-        if nearest.start() >= position:
-            return nearest
-        # The nearest's part is searched on (the full walk below would search it too); its
-        # next match is the nearest again when it comes before every other part's match.
-        rest = state.rest
-        prefix, pattern = search.parts[state.part]  # `_part_search`, inlined: the usual step
-        at = text.find(prefix, position)
-        found = state.matches[state.part] = pattern.search(text, at) if at >= 0 else None
-        if found is not None and (rest is None or found.start() < rest.start()):
-            state.nearest = found
-            return found
-    nearest = rest = None
-    part = 0
-    matches = state.matches
-    for index, found in enumerate(matches):  # some part's match was passed: walk them all
-        if found is not None and found.start() < position:
-            found = matches[index] = _part_search(text, search.parts[index], position)
-        if found is None:
-            continue
-        if nearest is None or found.start() < nearest.start():
-            rest, nearest, part = nearest, found, index
-        elif rest is None or found.start() < rest.start():
-            rest = found
-    state.nearest, state.part, state.rest = nearest, part, rest
-    return nearest
-
-
-def _part_search(
-    text: str, part: tuple[str, re.Pattern[str]], position: int
-) -> re.Match[str] | None:
-    prefix, pattern = part
-    found = text.find(prefix, position)
-    return pattern.search(text, found) if found >= 0 else None
-
-
-def closing_fence(text: str, position: int, character: str, length: int) -> tuple[int, int] | None:
-    """The first line that starts at or after `position` and opens (after up to three spaces)
-    with a run of at least `length` of `character` (a fence's closing line): where the line
-    starts and where the run ends, or None. `find` of the one character (memchr speed; a
-    longer needle is far slower) jumps to where a run of three may start, the regex engine
-    finds it from there, and only such runs are checked: the lines of code between cost
-    nothing in Python."""
-    run_pattern = _FENCE_RUNS[character]
-    at = text.find(character, position)
-    while at >= 0:
-        run = run_pattern.search(text, at)
-        if run is None:
-            return None
-        at, end = run.span()
-        line_start = at
-        while line_start > 0 and at - line_start < 3 and text[line_start - 1] == " ":
-            line_start -= 1
-        if (
-            line_start >= position
-            and (line_start == 0 or text[line_start - 1] == "\n")
-            and end - at >= length
-        ):
-            return line_start, end
-        at = text.find(character, end)
-    return None
 
 
 class _Scanner:
@@ -762,8 +103,8 @@ class _Scanner:
     more text changes nothing and is tried again on the next run."""
 
     def __init__(self, *, thought_label: bool) -> None:
-        self.content = _ContentSink()
-        self.thinking = _ThinkingSink()
+        self.content = ContentSink()
+        self.thinking = ThinkingSink()
         self.detections: list[InlineDetection] = []
         self.spans: list[RemovedSpan] = []
         self._stage: _Stage = "label" if thought_label else "phrase"
@@ -788,7 +129,7 @@ class _Scanner:
         self._text = ""
         self._position = 0
         self._text_from = 0
-        self._found: dict[int, _SearchState] = {}
+        self._found: dict[int, SearchState] = {}
         self._next_match_at: dict[str, int] = {}
         self._final = False
         self._backticks: dict[int, list[int]] | None = None
@@ -850,12 +191,10 @@ class _Scanner:
     def _start(self) -> None:
         text, position = self._text, self._position
         if self._stage == "label":
-            self._need(len(text) - position > len(_THOUGHT_LABEL) + 1)
-            if text.startswith(_THOUGHT_LABEL, position):
-                after = position + len(_THOUGHT_LABEL)
-                line_break = next(
-                    (brk for brk in _LINE_BREAKS if text.startswith(brk, after)), None
-                )
+            self._need(len(text) - position > len(THOUGHT_LABEL) + 1)
+            if text.startswith(THOUGHT_LABEL, position):
+                after = position + len(THOUGHT_LABEL)
+                line_break = next((brk for brk in LINE_BREAKS if text.startswith(brk, after)), None)
                 if line_break is not None:
                     end = after + len(line_break)
                     self.content.cut(glue=False)
@@ -871,11 +210,11 @@ class _Scanner:
                     self._held_start = self._base + end
             self._stage = "phrase"
             return
-        match = _NON_SPACE.search(text, position)
-        self._need(match is not None and len(text) - match.start() > _LONGEST_PHRASE)
+        match = NON_SPACE.search(text, position)
+        self._need(match is not None and len(text) - match.start() > LONGEST_PHRASE)
         if match is not None:
             start = match.start()
-            for dialect in _PHRASES:
+            for dialect in PHRASES:
                 opener = next((o for o in dialect.openers if text.startswith(o, start)), None)
                 if opener is None:
                     continue
@@ -913,12 +252,12 @@ class _Scanner:
         text, final, found = self._text, self._final, self._found
         while True:
             position = self._position
-            match = find_marker(text, _TEXT_SEARCH, position, found)
+            match = find_marker(text, TEXT_SEARCH, position, found)
             if match is None:
                 self._emit_up_to(self._safe_end(position))
                 return
             start = match.start()
-            if not final and len(text) - start < _LONGEST_MARKER:
+            if not final and len(text) - start < LONGEST_MARKER:
                 self._emit_up_to(start)
                 raise _NeedMoreTextError
             self._position = start  # the text before the marker stays as it is
@@ -938,11 +277,11 @@ class _Scanner:
         text = self._text
         if self._final:
             return len(text)
-        tail_start = max(position, len(text) - _LONGEST_MARKER)
-        candidate = _CANDIDATE.search(text, tail_start)
+        tail_start = max(position, len(text) - LONGEST_MARKER)
+        candidate = CANDIDATE.search(text, tail_start)
         end = candidate.start() if candidate is not None else len(text)
         angle = text.rfind("<", position, end)
-        if angle >= 0 and _UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
+        if angle >= 0 and UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
             end = angle
         if end == position:
             raise _NeedMoreTextError
@@ -965,7 +304,7 @@ class _Scanner:
 
     def _marker(self, match: re.Match[str]) -> None:
         matched = match.group()
-        marker = _ROLES.get(matched) or _ROLES.get(matched.lower())
+        marker = ROLES.get(matched) or ROLES.get(matched.lower())
         if marker is None:
             marker = self._unlisted_marker(matched)
         if marker is None:
@@ -983,16 +322,16 @@ class _Scanner:
         else:  # a tool-call marker outside a block: text
             self._literal(match.end())
 
-    def _unlisted_marker(self, matched: str) -> _Marker | None:
+    def _unlisted_marker(self, matched: str) -> Marker | None:
         """`<think …>` with attributes, or a wrapper followed by its suffix."""
         if matched.startswith("<"):
-            for pattern, dialect in _ATTRIBUTE_OPENERS:
+            for pattern, dialect in ATTRIBUTE_OPENERS:
                 if pattern.fullmatch(matched):
-                    return _Marker("open", dialect)
+                    return Marker("open", dialect)
             return None
-        for wrapper, dialect in _SUFFIXED_WRAPPERS.items():
+        for wrapper, dialect in SUFFIXED_WRAPPERS.items():
             if matched.startswith(wrapper):
-                return _Marker("wrapper", dialect)
+                return Marker("wrapper", dialect)
         return None
 
     def _literal(self, end: int) -> None:
@@ -1012,7 +351,7 @@ class _Scanner:
         end = match.end()
         if dialect.opener_tail:  # the tail goes with the opener: wait until it has arrived
             self._need(len(self._text) - end >= dialect.tail_window)
-            end = _after_opener(dialect, self._text, end)
+            end = after_opener(dialect, self._text, end)
         self._resolve_as_content()
         self._mode = "block"
         self._block = dialect
@@ -1029,8 +368,8 @@ class _Scanner:
         """Whether a token opener that stands mid-text opens a block: only when its closer
         follows before any Markdown code starts, so an answer that names `[THINK]` and quotes
         `[/THINK]` in code keeps its words."""
-        closer = self._next_position(dialect.name, _CLOSER[dialect.name], start)
-        code = self._next_position("code", _CODE_START, start)
+        closer = self._next_position(dialect.name, CLOSER[dialect.name], start)
+        code = self._next_position("code", CODE_START, start)
         if closer >= 0 and (code < 0 or closer < code):
             return True
         self._need(code >= 0 or closer >= 0)
@@ -1107,7 +446,7 @@ class _Scanner:
         self._cut_marker(match, dialect)
 
     def _trailing_wrapper(self, match: re.Match[str], dialect: Dialect) -> None:
-        rest = _NON_SPACE.search(self._text, match.end())
+        rest = NON_SPACE.search(self._text, match.end())
         if rest is not None:
             self._literal(match.end())
             return
@@ -1151,7 +490,7 @@ class _Scanner:
             if at < 0:  # no partner: the run is literal text
                 self._position = end
                 return
-            run = _BACKTICK_RUN.match(text, at)
+            run = BACKTICK_RUN.match(text, at)
             if run is not None and run.end() - at == length:
                 self._position = run.end()
                 return
@@ -1166,12 +505,12 @@ class _Scanner:
         if self._final:
             if self._backticks is None:
                 self._backticks = {}
-                for run in _BACKTICK_RUN.finditer(self._text, start):
+                for run in BACKTICK_RUN.finditer(self._text, start):
                     self._backticks.setdefault(run.end() - run.start(), []).append(run.start())
             positions = self._backticks.get(length, [])
             index = bisect.bisect_left(positions, start)
             return positions[index] if index < len(positions) else -1
-        for run in _BACKTICK_RUN.finditer(self._text, start):
+        for run in BACKTICK_RUN.finditer(self._text, start):
             if run.end() == len(self._text):
                 break  # a run at the end may still grow
             if run.end() - run.start() == length:
@@ -1229,29 +568,29 @@ class _Scanner:
     def _in_block(self) -> None:
         assert self._block is not None
         text, position, dialect = self._text, self._position, self._block
-        match = find_marker(text, _BLOCK_END_SEARCH[dialect.name], position, self._found)
+        match = find_marker(text, BLOCK_END_SEARCH[dialect.name], position, self._found)
         if match is None:
             if self._final:
                 self._think_up_to(len(text))
                 self._close_block("unclosed_open_tag", self._base + len(text))
                 return
-            safe_end = max(position, len(text) - _LONGEST_MARKER)
+            safe_end = max(position, len(text) - LONGEST_MARKER)
             if dialect.attribute_openers:  # an opener with attributes may still be growing
                 angle = text.rfind("<", position, safe_end)
-                if angle >= 0 and _UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
+                if angle >= 0 and UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
                     safe_end = angle
             self._think_up_to(safe_end)
             raise _NeedMoreTextError
-        if _key(match.group(), dialect.kind) in _CLOSER_KEYS[dialect.name]:
+        if marker_key(match.group(), dialect.kind) in CLOSER_KEYS[dialect.name]:
             self._think_up_to(match.start())
             self._position = match.end()
             self._close_block("inline_tag", self._base + match.end())
             return
-        if match.group() not in _TOOL_CALL_SET:  # an opener of its own (with attributes or not)
+        if match.group() not in TOOL_CALL_SET:  # an opener of its own (with attributes or not)
             self._nested_opener(dialect, match)
             return
         # A tool-call marker: the block ends here only if it is never closed.
-        closer = self._next_position(dialect.name, _CLOSER[dialect.name], match.end())
+        closer = self._next_position(dialect.name, CLOSER[dialect.name], match.end())
         if closer >= 0:
             self._think_up_to(match.end())
             return
@@ -1265,11 +604,11 @@ class _Scanner:
         no longer grow."""
         self._think_up_to(match.start())
         text = self._text
-        self._need(len(text) - match.start() >= _LONGEST_MARKER)
+        self._need(len(text) - match.start() >= LONGEST_MARKER)
         end = match.end()
         if dialect.opener_tail:
             self._need(len(text) - end >= dialect.tail_window)
-            end = _after_opener(dialect, text, end)
+            end = after_opener(dialect, text, end)
         self._position = end
 
     def _think_up_to(self, end: int) -> None:
@@ -1356,234 +695,11 @@ class _Scanner:
         self.content.finish()
 
 
-_LONGEST_PHRASE: Final = max(len(opener) for dialect in _PHRASES for opener in dialect.openers)
-_PHRASE_OPENERS: Final = tuple(opener for dialect in _PHRASES for opener in dialect.openers)
-
-
-# --- the public calls ----------------------------------------------------------------------
-
-
-def extract(text: str, *, thought_label: bool = False) -> InlineExtraction:
-    """Split inline reasoning out of a whole visible text."""
-    # Code runs only matter where a delimiter stands: a text with none is read without them.
-    may_hold_marker = "<" in text or "[" in text or "◁" in text  # `_MARKER_FIRST_CHARACTERS`
-    first = _next_dialect_marker(text, 0) if may_hold_marker else None
-    if first is None:
-        plain = _plain_text(text, thought_label)
-        if plain is not None:
-            return plain
-    elif not (thought_label and text.startswith(_THOUGHT_LABEL)) and not _code_run_between(
-        text, 0, first.start()
-    ):
-        single = _one_leading_block(text, first)
-        if single is not None:
-            return single
-    return scan(text, thought_label=thought_label)
-
-
 def scan(text: str, *, thought_label: bool = False) -> InlineExtraction:
     """What `extract` gives, always through the scanner (no shortcut; tests compare the two)."""
     scanner = _Scanner(thought_label=thought_label)
     scanner.run(text, final=True)
     return _result(scanner)
-
-
-def _one_leading_block(text: str, match: re.Match[str]) -> InlineExtraction | None:
-    """The most common leak, read without the scanner: one block that opens the text (or an
-    orphan closer), and after it an answer whose only markers are wrappers the scanner would
-    remove. None for anything else, which the scanner reads. Gives exactly what the scanner
-    gives (candidate characters that start no marker are text to both). `match` is the
-    text's first delimiter, with no code run before it."""
-    start = _first_non_space(text)
-    if match.start() != start:
-        return _leading_orphan(text, match)
-    marker = _ROLES.get(match.group())
-    if marker is None or marker.role != "open" or marker.dialect is None:
-        return None
-    dialect = marker.dialect
-    closer = dialect.closers[0]
-    inner_start = _after_opener(dialect, text, match.end())
-    # The closer, as written in the dialect's table, must be the first thing after the opener
-    # that can end a block (what the scanner's block reading looks for); anything else there
-    # (a closer in another case, a tool-call marker) and the scanner decides. Usually the first
-    # character a block's end can start with opens the closer: one find and a search per other
-    # first character say so.
-    closer_at = text.find(closer[0], inner_start)
-    if (
-        closer_at < 0
-        or not text.startswith(closer, closer_at)
-        or _other_block_end_before(text, dialect, closer[0], inner_start, closer_at)
-    ):
-        end = find_marker(text, _BLOCK_END_SEARCH[dialect.name], inner_start, {})
-        if end is None or end.group() != closer:
-            return None
-        closer_at = end.start()
-    after = closer_at + len(closer)
-    positions = (start, inner_start, closer_at, after)
-    return _block_then_answer(text, dialect, positions, "inline_tag")
-
-
-def _other_block_end_before(
-    text: str, dialect: Dialect, closer_start: str, start: int, end: int
-) -> bool:
-    """True when something else that can end a block of `dialect` starts between `start` and
-    `end` (where its closer stands, the first `closer_start` after `start`). A `[` of a
-    Markdown link in the reasoning is no block end: the regex engine rules it out in C."""
-    for character, pattern, longest in _BLOCK_END_SEARCHES[dialect.name]:
-        if character == closer_start:
-            continue
-        found = text.find(character, start, end)
-        if found < 0:
-            continue
-        match = pattern.search(text, found, min(len(text), end - 1 + longest))
-        if match is not None and match.start() < end:
-            return True
-    return False
-
-
-def _leading_orphan(text: str, match: re.Match[str]) -> InlineExtraction | None:
-    candidate = match.start()
-    marker = _ROLES.get(match.group())
-    if marker is None or marker.role != "close" or marker.dialect is None:
-        return None
-    if marker.dialect.kind == "phrase" or text.startswith(_PHRASE_OPENERS, _first_non_space(text)):
-        return None
-    positions = (0, 0, candidate, match.end())
-    return _block_then_answer(text, marker.dialect, positions, "orphan_close_tag")
-
-
-def _block_then_answer(
-    text: str,
-    dialect: Dialect,
-    positions: tuple[int, int, int, int],
-    code: InlineCode,
-) -> InlineExtraction | None:
-    """The block's span, its inner text, where the answer starts: `positions` are
-    (span start, inner start, inner end, after the block)."""
-    span_start, inner_start, inner_end, after = positions
-    reasoning = text[inner_start:inner_end].strip()
-    rule: SpanRule = "block" if code == "inline_tag" else "orphan_closer"
-    spans = [RemovedSpan(span_start, after, rule, dialect.name, bool(reasoning))]
-    answer = _answer_with_wrappers(text, after, dialect, spans)
-    if answer is None:
-        return None
-    content = answer.strip()
-    detections = (InlineDetection(code, dialect.name),) if reasoning else ()
-    return InlineExtraction(
-        content, reasoning or None, detections + _suspected(content), tuple(spans)
-    )
-
-
-def _answer_with_wrappers(
-    text: str,
-    position: int,
-    block_dialect: Dialect,
-    spans: list[RemovedSpan],
-) -> str | None:
-    """The answer after a leading block when its only markers are answer wrappers the scanner
-    would remove (a wrapper of the block's dialect, a token wrapper before any text or of a
-    dialect whose wrapper was removed, a trailing one at the very end); None when anything
-    else stands there."""
-    kept: list[str] = []
-    framed: set[DialectName] = set()
-    seen_text = False  # visible text before the marker: a token wrapper no longer opens it
-    while True:
-        match = _next_dialect_marker(text, position)
-        if match is None:  # code runs, and candidate characters that start no marker, are text
-            kept.append(text[position:])
-            return "".join(kept)
-        candidate = match.start()
-        if _code_run_between(text, position, candidate):  # the marker may stand in code
-            return None
-        marker = _ROLES.get(match.group()) or _ROLES.get(match.group().lower())
-        if marker is None or marker.dialect is None:
-            return None
-        before = text[position:candidate]
-        kept.append(before)
-        seen_text = seen_text or (bool(before) and not before.isspace())
-        dialect = marker.dialect
-        removable = marker.role == "wrapper" and (
-            dialect is block_dialect
-            or (dialect.kind == "token" and (dialect.name in framed or not seen_text))
-        )
-        if marker.role == "trailing_wrapper":
-            removable = _NON_SPACE.search(text, match.end()) is None
-        if not removable:
-            return None
-        if marker.role == "wrapper":
-            framed.add(dialect.name)
-        spans.append(
-            RemovedSpan(candidate, match.end(), "answer_wrapper", marker.dialect.name, False)
-        )
-        position = match.end()
-
-
-def _next_dialect_marker(text: str, position: int) -> re.Match[str] | None:
-    """The first delimiter, wrapper or tool-call marker at or after `position`, code runs not
-    counted. A text with none of their first characters costs one memchr-speed `find` per
-    character; where one stands, the regex engine walks its occurrences in C."""
-    first: re.Match[str] | None = None
-    for character, pattern in _DIALECT_MARKER_SEARCHES:
-        found = text.find(character, position)
-        if found < 0 or (first is not None and found >= first.start()):
-            continue
-        match = pattern.search(text, found)
-        if match is not None and (first is None or match.start() < first.start()):
-            first = match
-    return first
-
-
-def _code_run_between(text: str, start: int, end: int) -> bool:
-    """True when a code span or fence may open between `start` and `end`."""
-    return text.find("`", start, end) >= 0 or text.find("~~~", start, end) >= 0
-
-
-def _plain_extraction(text: str, thought_label: bool) -> InlineExtraction | None:
-    """The text unchanged when it holds no delimiter and opens with no phrase or label (most
-    answers). None when the scanner must read it."""
-    if _next_dialect_marker(text, 0) is not None:
-        return None
-    return _plain_text(text, thought_label)
-
-
-def _plain_text(text: str, thought_label: bool) -> InlineExtraction | None:
-    """A text with no marker unchanged, unless it opens with a phrase or a label."""
-    if thought_label and text.startswith(_THOUGHT_LABEL):
-        return None
-    start = _first_non_space(text)
-    if text[start : start + 1] not in _OPENING_FIRST_CHARACTERS:  # most answers: no opening
-        return InlineExtraction(text, None, ())
-    if text.startswith(_PHRASE_OPENERS, start):
-        return None
-    suspected = text.startswith(SUSPECTED_REASONING_OPENINGS, start)
-    return InlineExtraction(text, None, _SUSPECTED if suspected else ())
-
-
-_PHRASE_FIRST_CHARACTERS: Final = frozenset(opener[0] for opener in _PHRASE_OPENERS)
-_ATTRIBUTE_HEAD: Final = re.compile(
-    "(?i:"
-    + "|".join(re.escape(name) for dialect in DIALECTS for name in dialect.attribute_openers)
-    + ")\\s"
-)
-"""The start of an opener with attributes (whole, it may be longer than any literal marker)."""
-_OPENING_FIRST_CHARACTERS: Final = frozenset(
-    opening[0] for opening in (*_PHRASE_OPENERS, *SUSPECTED_REASONING_OPENINGS)
-)
-
-
-def _first_non_space(text: str) -> int:
-    if not text or not text[0].isspace():
-        return 0
-    return len(text) - len(text.lstrip())
-
-
-def _suspected(content: str) -> tuple[InlineDetection, ...]:
-    if content.startswith(SUSPECTED_REASONING_OPENINGS, _first_non_space(content)):
-        return _SUSPECTED
-    return ()
-
-
-_SUSPECTED: Final = (InlineDetection("suspected_reasoning", None),)
 
 
 def _result(scanner: _Scanner) -> InlineExtraction:
@@ -1592,7 +708,7 @@ def _result(scanner: _Scanner) -> InlineExtraction:
     return InlineExtraction(
         content,
         thinking or None,
-        tuple(scanner.detections) + _suspected(content),
+        tuple(scanner.detections) + suspected(content),
         tuple(scanner.spans),
     )
 
@@ -1641,7 +757,7 @@ class IncrementalExtractor:
         """End of text: every waiting decision is taken."""
         if self._unscanned:
             text = "".join(self._waiting)
-            self._plain = _plain_extraction(text, thought_label=False)
+            self._plain = plain_extraction(text, thought_label=False)
             if self._plain is not None:
                 self._waiting, self._waiting_length = [], 0
                 return text, ""
@@ -1666,14 +782,14 @@ class IncrementalExtractor:
         window = self._tail + chunk
         if not self._opening_seen and window.strip():
             self._opening_seen = True
-            if window.lstrip()[0] in _PHRASE_FIRST_CHARACTERS:
+            if window.lstrip()[0] in PHRASE_FIRST_CHARACTERS:
                 self._unscanned = False
         if self._unscanned and (
-            _next_dialect_marker(window, 0) is not None or _ATTRIBUTE_HEAD.search(window)
+            next_dialect_marker(window, 0) is not None or ATTRIBUTE_HEAD.search(window)
         ):
             self._unscanned = False
         if self._unscanned:
-            self._tail = window[-_LONGEST_MARKER:]
+            self._tail = window[-LONGEST_MARKER:]
             return True
         self._rescan_at = 0  # scan all that waits now
         return False
@@ -1684,7 +800,7 @@ class IncrementalExtractor:
         rest = text[consumed:]
         self._waiting = [rest] if rest else []
         self._waiting_length = len(rest)
-        self._rescan_at = 2 * len(rest) if len(rest) > _LONGEST_MARKER else 0
+        self._rescan_at = 2 * len(rest) if len(rest) > LONGEST_MARKER else 0
 
     def _new_output(self) -> tuple[str, str]:
         content_pieces = self._scanner.content.output.pieces
@@ -1702,7 +818,7 @@ def extract_chunks(
     """A recorded (complete) text in chunks: the whole extraction, and each chunk's share of
     content and thinking, attributed to the chunk the text came from."""
     text = "".join(chunks)
-    plain = _plain_extraction(text, thought_label)
+    plain = plain_extraction(text, thought_label)
     if plain is not None:
         return plain, list(chunks), [""] * len(chunks)
     scanner = _Scanner(thought_label=thought_label)
@@ -1720,7 +836,7 @@ def _running_ends(chunks: Iterable[str]) -> Iterable[int]:
         yield total
 
 
-def _share(output: _Output, ends: list[int]) -> list[str]:
+def _share(output: Output, ends: list[int]) -> list[str]:
     """Each chunk's share of the output: verbatim pieces split where the chunks were cut, an
     inserted piece with the chunk its position falls in."""
     shares: list[list[str]] = [[] for _ in ends]

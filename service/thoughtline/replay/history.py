@@ -26,7 +26,7 @@ import msgspec
 
 from thoughtline import registry
 from thoughtline.errors import ReplayError
-from thoughtline.reasoning.scanner import REASONING_IN_TEXT_CODES
+from thoughtline.reasoning.results import REASONING_IN_TEXT_CODES
 from thoughtline.record import KNOWN_FORMATS, Record
 from thoughtline.replay import rebuild
 from thoughtline.replay.messages import native_message, read_message
