@@ -3,8 +3,9 @@
 A coding assistant asked about reasoning parsers, chat templates or stream filters writes the
 delimiters themselves: in fenced code, in inline code, in tables, diffs and configs, and in
 prose, where a delimiter standing mid-sentence never counts. None of that is reasoning, so none
-of it may move. The rules are in docs/inline-reasoning.md; the one place where they knowingly
-give way (a bare closer written first in prose) is pinned at the end of this file.
+of it may move. The rules are in docs/inline-reasoning.md; the two places where they knowingly
+give way (a bare closer written first in prose, a token pair opening a line) are pinned at the
+end of this file.
 """
 
 from __future__ import annotations
