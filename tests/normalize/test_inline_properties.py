@@ -207,6 +207,7 @@ def _starts_with(text: str, marker: str, dialect: Dialect) -> bool:
 
 def _inner(text: str, span: RemovedSpan) -> str:
     """The reasoning inside a block span: its opener (from the dialect table) and closer off."""
+    assert span.dialect is not None
     dialect = _DIALECT[span.dialect]
     body = text[span.start : span.end]
     if span.rule != "orphan_closer":
@@ -313,7 +314,7 @@ def test_thinking_is_the_blocks_joined(text: str, thought_label: bool) -> None:
 @given(text=TEXTS, thought_label=st.booleans())
 def test_one_detection_per_reasoning_block(text: str, thought_label: bool) -> None:
     result = extract(text, thought_label=thought_label)
-    expected = []
+    expected: list[tuple[str, str | None]] = []
     for span in result.spans:
         if span.rule == "thought_label":
             expected.append(("thought_label", "thought"))

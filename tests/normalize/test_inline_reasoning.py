@@ -249,7 +249,7 @@ PEERS = Path(__file__).resolve().parents[3] / "shared" / "peers"
 
 
 def _table(folder: str) -> list[dict[str, Any]]:
-    cases = []
+    cases: list[dict[str, Any]] = []
     for table in sorted((PEERS / folder).glob("*.jsonl")):
         cases.extend(json.loads(line) for line in table.read_text().splitlines() if line)
     return cases
