@@ -1,6 +1,6 @@
-"""Package-wide contracts: a pure core (nothing outside `worker/`, `cli/`, `capture/` and the
-client does I/O), schemas in sync, every detection code and setting documented, every module in
-the layout of docs/development.md, and the README a front door."""
+"""Package-wide contracts: a pure core (nothing outside `worker/`, `cli/`, `capture/`,
+`export/` and the client does I/O), schemas in sync, every detection code and setting
+documented, every module in the layout of docs/development.md, and the README a front door."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from thoughtline import detection_codes, doc_tables, schema
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "service" / "thoughtline"
-EDGES = ("worker", "cli", "capture")
-"""The layers that do I/O: the worker, the command line and capture in applications (and
-`client.py`, for producers and consumers). Everything else is the pure core."""
+EDGES = ("worker", "cli", "capture", "export")
+"""The layers that do I/O: the worker, the command line, capture in applications and the
+export to tracing tools (and `client.py`, for producers and consumers). Everything else is
+the pure core."""
 EDGE_MODULES = {"client.py"}
 PURE_MODULES = [
     module
@@ -33,6 +34,7 @@ IO_LIBRARIES = {
     "httpx",
     "httpx2",
     "botocore",
+    "opentelemetry",
 }
 
 

@@ -5,6 +5,7 @@
     thoughtline tail [--json]         follow normalized records (or --dead: dead letters)
     thoughtline demo                  embedded Redis, bundled samples, records and counters
     thoughtline asyncapi [--write F]  the AsyncAPI document of the worker
+    thoughtline export otlp           records as OpenTelemetry spans over OTLP (docs/otel.md)
 
 Invalid settings print one line naming the variable and exit with status 2; a `THOUGHTLINE_*`
 variable that is no setting (a typo) is one warning line each. Exit status of `serve`:
@@ -103,6 +104,62 @@ def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     asyncapi = subparsers.add_parser("asyncapi", help="print or write the AsyncAPI document")
     asyncapi.add_argument("--write", type=Path, metavar="FILE")
     asyncapi.set_defaults(command=run_asyncapi)
+
+    _add_export(subparsers)
+
+
+def _add_export(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
+    """`thoughtline export otlp`; OpenTelemetry is imported only when it runs."""
+    export = subparsers.add_parser("export", help="send records to tracing tools")
+    targets = export.add_subparsers(required=True, metavar="TARGET")
+    otlp = targets.add_parser(
+        "otlp",
+        help="records as OpenTelemetry GenAI spans over OTLP/HTTP (needs thoughtline[otel])",
+        description="Read records in a consumer group of the output stream and send each as "
+        "one span following the OpenTelemetry GenAI conventions, over OTLP/HTTP protobuf "
+        "(OTEL_EXPORTER_OTLP_* settings). A record is acknowledged only once the collector "
+        "accepted it. Several processes share the work. See docs/otel.md.",
+    )
+    otlp.add_argument("--group", default="thoughtline-otlp", help="consumer group")
+    otlp.add_argument("--consumer", help="consumer name (default: host-pid)")
+    otlp.add_argument("--batch-size", type=_positive, default=512, help="spans per export request")
+    otlp.add_argument(
+        "--min-idle-ms",
+        type=_positive,
+        default=60_000,
+        help="take over records another export process left pending this long",
+    )
+    otlp.add_argument(
+        "--no-content",
+        action="store_true",
+        help="no output messages: usage, finish reasons and detections only "
+        "(also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=false)",
+    )
+    otlp.add_argument("--no-thinking", action="store_true", help="leave reasoning text out")
+    otlp.add_argument(
+        "--no-opaque-parts",
+        action="store_true",
+        help="leave signatures and encrypted reasoning out",
+    )
+    otlp.set_defaults(command=run_export_otlp)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def run_export_otlp(arguments: argparse.Namespace) -> int:
+    settings, client = _connect()
+    if client is None:
+        return EXIT_INVALID_SETTINGS if settings is None else 1
+    assert settings is not None
+    _configure_logging(settings)
+    from thoughtline.export import command
+
+    return _reaching_redis(settings, lambda: command.run(arguments, client, settings.output_stream))
 
 
 def run_serve(arguments: argparse.Namespace) -> int:
