@@ -547,3 +547,51 @@ def test_no_silent_edit(text: str, thought_label: bool) -> None:
         else:  # an empty block: only where a block may open
             assert span.rule in _BLOCK_RULES, span
             assert _may_open_here(text, span, before), span
+
+
+# --- fenced lines skipped in one regex call read as the fence-by-fence walk reads them -------
+
+FENCE_HEAVY = st.lists(
+    st.sampled_from(
+        [
+            "```\n",
+            "````\n",
+            "```py\n",
+            "``` `x`\n",
+            "~~~\n",
+            "~~~~ info `x`\n",
+            "   ```\n",
+            "    ```\n",
+            " ~~~\n",
+            "```x",
+            "`` ",
+            "`",
+            "code line\n",
+            "a < b\n",
+            "[THINK]x[/THINK]\n",
+            "<think>p</think>\n",
+            "</think>",
+            "[/THINK]",
+            "\n",
+            " ",
+            "plain",
+        ]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(text=FENCE_HEAVY, thought_label=st.booleans())
+def test_skipping_fenced_lines_reads_as_the_walk_reads(text: str, thought_label: bool) -> None:
+    import pytest
+
+    from thoughtline.reasoning import scanner
+
+    fast = scanner.scan(text, thought_label=thought_label)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scanner, "FENCED_LINES", re.compile("(?!)"))  # never skips: the walk
+        walked = scanner.scan(text, thought_label=thought_label)
+    assert fast == walked
+    chunks = [text[start : start + 5] for start in range(0, len(text), 5)]
+    assert _streamed(chunks, thought_label)[2] == fast

@@ -262,6 +262,30 @@ look at a tail that may still grow into a marker)."""
 CANDIDATE: Final = re.compile("[" + re.escape("".join(CANDIDATES)) + "]")
 
 
+def _fenced_lines_pattern() -> re.Pattern[str]:
+    """Whole lines, from a line start, that are complete fenced blocks or hold no candidate
+    character: what the scanner would read as text, one fence after another, matched in one
+    call of the regex engine (possessive and atomic, so it never backtracks). A fence opens on
+    a line starting (after up to three spaces) with three or more backticks and no backtick
+    after them, or three or more tildes; it closes on a line starting with at least as many of
+    the same character; the rest of that line must hold no candidate character either."""
+    plain = "[^\n" + re.escape("".join(CANDIDATES)) + "]*\n"
+    fences = []
+    for name, run, info in (("b", "`", "[^`\n]*"), ("t", "~", "[^\n]*")):
+        character = re.escape(run)
+        fences.append(
+            f" {{0,3}}(?P<{name}>{character}{{3,}})(?!{character}){info}\n"  # the opening line
+            f"(?>(?:(?! {{0,3}}(?P={name}))[^\n]*\n)*)"  # lines that do not close it
+            f" {{0,3}}(?P={name}){character}*{plain}"  # the closing line
+        )
+    return re.compile("(?>(?:" + "|".join((*fences, plain)) + ")+)")
+
+
+FENCED_LINES: Final = _fenced_lines_pattern()
+"""See `_fenced_lines_pattern`: the scanner skips such lines in C (a flood of fences costs no
+Python step per fence)."""
+
+
 MARKER_FIRST_CHARACTERS: Final = frozenset(marker[0] for marker in ROLES_LITERALS)
 
 

@@ -51,6 +51,7 @@ from thoughtline.reasoning.markers import (
     CLOSER,
     CLOSER_KEYS,
     CODE_START,
+    FENCED_LINES,
     LINE_BREAKS,
     LONGEST_MARKER,
     LONGEST_PHRASE,
@@ -262,6 +263,8 @@ class _Scanner:
                 raise _NeedMoreTextError
             self._position = start  # the text before the marker stays as it is
             first = text[start]
+            if first in "`~" and self._skip_fenced_lines(start):
+                continue
             if first == "`":
                 self._backtick_run(match)
             elif first == "~":
@@ -270,6 +273,24 @@ class _Scanner:
                 self._marker(match)
             if self._mode != "text" or self._position >= len(text):
                 return
+
+    def _skip_fenced_lines(self, start: int) -> bool:
+        """At a code run that begins a line: skip, in one regex call, the complete fenced
+        blocks and candidate-free lines from that line on (they are text, as the walk below
+        would find one fence at a time). False when nothing complete lies past the run."""
+        text = self._text
+        line_start = start
+        while line_start > 0 and start - line_start < 3 and text[line_start - 1] == " ":
+            line_start -= 1
+        if line_start > 0 and text[line_start - 1] != "\n":
+            return False
+        if line_start == 0 and self._line_indent != 0:  # the line began in an earlier run
+            return False
+        skipped = FENCED_LINES.match(text, line_start)
+        if skipped is None or skipped.end() <= start:
+            return False
+        self._position = skipped.end()
+        return True
 
     def _safe_end(self, position: int) -> int:
         """Where text with no marker may be emitted up to: all of it, or (live) up to a
