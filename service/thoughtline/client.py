@@ -23,8 +23,8 @@ import msgspec
 import redis
 import redis.asyncio as redis_asyncio
 
-from thoughtline.record import EntryKind, FormatName, Record
-from thoughtline.record import decode as decode_record
+from thoughtline.contract.record import EntryKind, FormatName, Record
+from thoughtline.contract.record import decode as decode_record
 from thoughtline.worker.settings import DEFAULT_INPUT_STREAM, DEFAULT_OUTPUT_STREAM
 
 # The worker's defaults (`THOUGHTLINE_INPUT_STREAM`, `THOUGHTLINE_OUTPUT_STREAM`), defined there.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from thoughtline.record import Record, decode
+from thoughtline.contract.record import Record, decode
 
 GOLDEN: Final = Path(__file__).resolve().parents[1] / "golden"
 

@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from tests.export.receiver import attributes, plain, running_receiver
-from thoughtline.record import Record, encode
+from thoughtline.contract.record import Record, encode
 
 pytestmark = pytest.mark.redis
 

@@ -13,10 +13,10 @@ import redis
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from tests.export.receiver import Receiver, attributes, plain, running_receiver
+from thoughtline.contract.record import Record, encode
 from thoughtline.export import otlp
 from thoughtline.export.consumer import ExportSettings, OtlpExport
 from thoughtline.export.mapping import SpanData
-from thoughtline.record import Record, encode
 
 pytestmark = pytest.mark.redis
 

@@ -23,6 +23,8 @@ from tests.export.conventions import (
     STRINGS,
     golden_records,
 )
+from thoughtline.api import normalize_request
+from thoughtline.contract.record import Detection, Record, ToolCall, Usage
 from thoughtline.export.mapping import (
     DETAILS_EVENT,
     ContentSwitches,
@@ -30,8 +32,6 @@ from thoughtline.export.mapping import (
     parse_traceparent,
     span_of,
 )
-from thoughtline.inspection import normalize_request
-from thoughtline.record import Detection, Record, ToolCall, Usage
 
 GOLDEN = golden_records()
 PUBLISHED_MS = 1_764_000_000_000

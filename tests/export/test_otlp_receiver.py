@@ -25,9 +25,9 @@ from tests.export.conventions import (
     golden_records,
 )
 from tests.export.receiver import Receiver, attributes, plain, running_receiver
+from thoughtline.contract.record import Record
 from thoughtline.export import otlp
 from thoughtline.export.mapping import CONVENTIONS_VERSION, DETAILS_EVENT, span_id_of, span_of
-from thoughtline.record import Record
 
 GOLDEN = [(name, msgspec.structs.replace(record, id=name)) for name, record in golden_records()]
 """Named by their file, so that each has a span of its own (some share a provider id)."""

@@ -28,9 +28,9 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from tests.export.conventions import golden_records
+from thoughtline.contract.record import Record
 from thoughtline.export import otlp
 from thoughtline.export.mapping import span_of
-from thoughtline.record import Record
 
 PHOENIX = shutil.which("phoenix")
 pytestmark = [

@@ -19,10 +19,9 @@ from typing import Any
 import pytest
 
 import thoughtline
-from thoughtline.inspection import normalize_request
+from thoughtline.api import build_history, normalize_request
+from thoughtline.providers.registry import format_named
 from thoughtline.reasoning.dialects import DIALECTS
-from thoughtline.registry import format_named
-from thoughtline.replay import build_history
 
 ACCEPTED = Path(__file__).parent / "accepted"
 PAIRS = sorted(ACCEPTED.glob("*/*.response.json"))

@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry
 from thoughtline.capture.exchanges import Capture, LivePiece, format_of, streams_live
 from thoughtline.capture.publisher import Publisher, shared_publisher
 from thoughtline.client import INPUT_STREAM
-from thoughtline.record import FormatName
+from thoughtline.contract.record import FormatName
 from thoughtline.streams.framing import StreamCutter
 
 __all__ = ["AsyncTransport", "FormatChoice", "Transport", "context"]

@@ -33,12 +33,18 @@ from typing import Final, cast
 import redis
 
 from thoughtline.cli import console
-from thoughtline.errors import NormalizeError, ThoughtlineError
-from thoughtline.format_detection import detect_format, looks_like_stream
-from thoughtline.record import KNOWN_FORMATS
+from thoughtline.cli.names import SERVICE_COMMANDS
+from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
+from thoughtline.contract.record import KNOWN_FORMATS
+from thoughtline.providers.detection import detect_format, looks_like_stream
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
-from thoughtline.worker.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
+from thoughtline.worker.embedded import (
+    DEFAULT_DATA_DIR,
+    EmbeddedRedis,
+    join_or_start,
+    running_url,
+)
 from thoughtline.worker.settings import (
     Settings,
     SettingsError,
@@ -58,7 +64,7 @@ Subparsers = argparse._SubParsersAction
 def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     serve = subparsers.add_parser(
         "serve",
-        help="run one worker (scale with processes)",
+        help=SERVICE_COMMANDS["serve"],
         description="Run one worker: read the input stream in the consumer group, publish a "
         "record or a dead letter per entry. Configured by environment variables only; with "
         "THOUGHTLINE_REDIS_URL unset it starts an embedded Redis. Exit status: 0 stopped by a "
@@ -75,7 +81,7 @@ def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     )
     serve.set_defaults(command=run_serve)
 
-    publish = subparsers.add_parser("publish", help="XADD raw payload files to the input stream")
+    publish = subparsers.add_parser("publish", help=SERVICE_COMMANDS["publish"])
     publish.add_argument("files", nargs="+", metavar="FILE", help="payload files; - is stdin")
     publish.add_argument("--format", choices=KNOWN_FORMATS, help="skip format detection")
     publish.add_argument("--id", help="the entry id (default: the file name)")
@@ -91,17 +97,17 @@ def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     publish.add_argument("--deltas", action="store_true", help="also publish one delta per chunk")
     publish.set_defaults(command=run_publish)
 
-    tail = subparsers.add_parser("tail", help="follow normalized records")
+    tail = subparsers.add_parser("tail", help=SERVICE_COMMANDS["tail"])
     tail.add_argument("--json", action="store_true", help="print each record as JSON")
     tail.add_argument("--dead", action="store_true", help="follow the dead-letter stream")
     tail.add_argument("--from-start", action="store_true", help="begin at the first entry")
     tail.add_argument("--count", type=int, default=None, help="stop after this many")
     tail.set_defaults(command=run_tail)
 
-    demo_command = subparsers.add_parser("demo", help="try it: embedded Redis and sample data")
+    demo_command = subparsers.add_parser("demo", help=SERVICE_COMMANDS["demo"])
     demo_command.set_defaults(command=run_demo)
 
-    asyncapi = subparsers.add_parser("asyncapi", help="print or write the AsyncAPI document")
+    asyncapi = subparsers.add_parser("asyncapi", help=SERVICE_COMMANDS["asyncapi"])
     asyncapi.add_argument("--write", type=Path, metavar="FILE")
     asyncapi.set_defaults(command=run_asyncapi)
 
@@ -174,13 +180,19 @@ def run_serve(arguments: argparse.Namespace) -> int:
     embedded: EmbeddedRedis | None = None
     url = settings.redis_url
     if url is None:
-        embedded = EmbeddedRedis(arguments.data_dir)
-        url = embedded.start()
-        print(
-            f"thoughtline: no THOUGHTLINE_REDIS_URL set; started an embedded Redis at {url} "
-            f"(data in {arguments.data_dir})",
-            flush=True,
-        )
+        url, embedded = join_or_start(arguments.data_dir)
+        if embedded is None:  # another serve in this folder runs it: one more worker on it
+            print(
+                f"thoughtline: no THOUGHTLINE_REDIS_URL set; joined the embedded Redis at {url} "
+                f"that another serve runs in {arguments.data_dir} (it stops when that one does)",
+                flush=True,
+            )
+        else:
+            print(
+                f"thoughtline: no THOUGHTLINE_REDIS_URL set; started an embedded Redis at {url} "
+                f"(data in {arguments.data_dir})",
+                flush=True,
+            )
     try:
         return asyncio.run(Worker(settings, url).run())
     except MetricsPortError as error:
@@ -237,7 +249,8 @@ def _publish(arguments: argparse.Namespace, settings: Settings, client: redis.Re
             if len(queued) >= PIPELINE_ENTRIES:
                 published += _flush(pipeline, queued, published, len(arguments.files))
         published += _flush(pipeline, queued, published, len(arguments.files))
-    print(f"published {published} entries to {settings.input_stream}", file=sys.stderr)
+    entries = "entry" if published == 1 else "entries"
+    print(f"published {published} {entries} to {settings.input_stream}", file=sys.stderr)
     return status
 
 
@@ -280,8 +293,9 @@ def _detected_format(payload: bytes) -> str | None:
         return None
     try:
         return detect_format(body)
-    except NormalizeError as error:
-        raise NormalizeError(error.reason, f"{error.message}; or pass --format") from None
+    except UnknownFormatError as error:  # a format given by hand helps here, and only here
+        message = error.message.replace("pass the format explicitly", "pass --format")
+        raise NormalizeError(error.reason, message) from None
 
 
 def _read(name: str, limit: int) -> bytes:
@@ -386,6 +400,12 @@ def _reaching_redis(settings: Settings, command: Callable[[], int]) -> int:
         return 1
     except (redis.ConnectionError, redis.TimeoutError):
         print(f"thoughtline: cannot reach Redis at {url}", file=sys.stderr)
+        return 1
+    except (redis.InvalidResponse, redis.ResponseError) as error:  # not a Redis, or it refused
+        print(
+            f"thoughtline: cannot use Redis at {url}: {type(error).__name__}: {_one_line(error)}",
+            file=sys.stderr,
+        )
         return 1
 
 

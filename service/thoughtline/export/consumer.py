@@ -30,8 +30,8 @@ from typing import Any, Final
 import msgspec
 import redis
 
+from thoughtline.contract.record import decode as decode_record
 from thoughtline.export.mapping import ContentSwitches, SpanData, span_of
-from thoughtline.record import decode as decode_record
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from thoughtline.record import Detection, Record
+from thoughtline.contract.record import Detection, Record
 
 CONVENTIONS_VERSION: Final = "1.41.0"
 SCHEMA_URL: Final = f"https://opentelemetry.io/schemas/{CONVENTIONS_VERSION}"

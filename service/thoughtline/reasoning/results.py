@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Final, Literal, NamedTuple
 
+from thoughtline.contract.record import DialectName
 from thoughtline.reasoning.dialects import SUSPECTED_REASONING_OPENINGS
-from thoughtline.record import DialectName
 
 InlineCode = Literal[
     "inline_tag",

@@ -42,6 +42,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
+from thoughtline.contract.record import DialectName
 from thoughtline.reasoning.dialects import Dialect
 from thoughtline.reasoning.markers import (
     ATTRIBUTE_HEAD,
@@ -85,7 +86,6 @@ from thoughtline.reasoning.search import (
     plain_extraction,
 )
 from thoughtline.reasoning.sinks import ContentSink, Output, ThinkingSink
-from thoughtline.record import DialectName
 
 
 class _NeedMoreTextError(Exception):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from thoughtline.contract.record import DialectName
 from thoughtline.reasoning.dialects import Dialect
 from thoughtline.reasoning.markers import (
     BLOCK_END_SEARCHES,
@@ -34,7 +35,6 @@ from thoughtline.reasoning.search import (
     next_dialect_marker,
     plain_text,
 )
-from thoughtline.record import DialectName
 
 
 def extract(text: str, *, thought_label: bool = False) -> InlineExtraction:

@@ -48,15 +48,16 @@ from typing import Final, NamedTuple
 
 import msgspec
 
-from thoughtline.errors import NormalizeError
-from thoughtline.formats.compose import leaked, may_carry_thought_label
-from thoughtline.payload import meta_object, require_utf8
+from thoughtline.api import read_chunks
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import KNOWN_FORMATS, Delta, DeltaText, Detection, Record
+from thoughtline.providers.registry import FORMATS_BY_NAME
+from thoughtline.reading.compose import leaked
+from thoughtline.reading.payload import meta_object, require_utf8
+from thoughtline.reading.turn import may_carry_thought_label
 from thoughtline.reasoning.scanner import IncrementalExtractor
-from thoughtline.record import KNOWN_FORMATS, Delta, DeltaText, Detection, Record
-from thoughtline.registry import FORMATS_BY_NAME
 from thoughtline.streams.base import Chunk, Piece
 from thoughtline.streams.framing import frame
-from thoughtline.streams.reading import read_chunks
 
 __all__ = [
     "STATE_VERSION",
