@@ -3,7 +3,7 @@
 An opener of a block's own dialect inside the block used to stay in thinking as text; it is
 now dropped with the block's delimiters, so no delimiter reaches thinking. The peers' tables
 were written before, so these cases carry our reading here: (content, thinking, detections as
-"code:dialect"). Four of them now agree with the peer where they did not.
+"code:dialect"). Three of them now agree with the peer where they did not.
 """
 
 from __future__ import annotations
