@@ -423,11 +423,16 @@ PHRASE_FIRST_CHARACTERS: Final = frozenset(opener[0] for opener in PHRASE_OPENER
 
 
 ATTRIBUTE_HEAD: Final = re.compile(
-    "(?i:"
-    + "|".join(re.escape(name) for dialect in DIALECTS for name in dialect.attribute_openers)
+    "(?:"
+    + "|".join(
+        re.escape(name[0]) + f"(?i:{re.escape(name[1:])})"
+        for dialect in DIALECTS
+        for name in dialect.attribute_openers
+    )
     + ")\\s"
 )
-"""The start of an opener with attributes (whole, it may be longer than any literal marker)."""
+"""The start of an opener with attributes (whole, it may be longer than any literal marker);
+each branch starts with a literal, so the engine skips to it in C."""
 
 
 OPENING_FIRST_CHARACTERS: Final = frozenset(
