@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from thoughtline.contract.detection_codes import LEAKED_THOUGHT, MALFORMED_PART
 from thoughtline.contract.record import Detection, Record, Usage
-from thoughtline.formats.dialects import DIALECT_NAMES
+from thoughtline.reasoning.dialects import DIALECT_NAMES
 from thoughtline.worker.health import HealthServer
 from thoughtline.worker.metrics import (
     DEAD_LETTER_REASONS,

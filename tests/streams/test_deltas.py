@@ -78,17 +78,17 @@ def msgspec_encode(delta: Delta) -> bytes:
 
 
 def test_a_tag_split_across_chunks_never_shows_in_a_delta() -> None:
-    payload = _chat(["Hi [THI", "NK]plan", " it[/TH", "INK] then", " answer"])
+    payload = _chat(["Hi\n[THI", "NK]plan", " it[/TH", "INK] then", " answer"])
     deltas = thoughtline.deltas(payload)
     record = thoughtline.normalize(payload)
     # the block goes, the spaces on both sides stay (nothing was glued)
-    assert (record.content, record.thinking) == ("Hi  then answer", "plan it")
+    assert (record.content, record.thinking) == ("Hi\n then answer", "plan it")
     for delta in deltas:
         assert "[" not in delta.delta.text and "]" not in delta.delta.text
         assert "[" not in delta.delta.thinking
     texts = [delta.delta for delta in deltas if delta.delta != DeltaText()]
     assert texts == [  # each piece with the chunk it came in (the recording is complete)
-        DeltaText(text="Hi "),
+        DeltaText(text="Hi\n"),
         DeltaText(thinking="plan"),
         DeltaText(thinking=" it"),
         DeltaText(text=" then"),

@@ -92,8 +92,9 @@ DialectName = Literal[
     "harmony_text",
     "granite",
     "apriel",
+    "details",
 ]
-"""The inline-reasoning dialects (`thoughtline.formats.dialects.DIALECTS`, one row each)."""
+"""The inline-reasoning dialects (`thoughtline.reasoning.dialects.DIALECTS`, one row each)."""
 
 
 class Detection(msgspec.Struct, frozen=True, kw_only=True):

@@ -51,11 +51,11 @@ import msgspec
 from thoughtline.api import read_chunks
 from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import KNOWN_FORMATS, Delta, DeltaText, Detection, Record
-from thoughtline.formats.inline_reasoning import IncrementalExtractor
 from thoughtline.providers.registry import FORMATS_BY_NAME
 from thoughtline.reading.compose import leaked
 from thoughtline.reading.payload import meta_object, require_utf8
 from thoughtline.reading.turn import may_carry_thought_label
+from thoughtline.reasoning.scanner import IncrementalExtractor
 from thoughtline.streams.base import Chunk, Piece
 from thoughtline.streams.framing import frame
 

@@ -47,7 +47,7 @@ from thoughtline.contract.detection_codes import (
 )
 from thoughtline.contract.errors import NormalizeReason
 from thoughtline.contract.record import KNOWN_FORMATS, Record
-from thoughtline.formats.dialects import DIALECT_NAMES
+from thoughtline.reasoning.dialects import DIALECT_NAMES
 from thoughtline.worker.readiness import ReadinessProblems
 
 logger = logging.getLogger(__name__)
