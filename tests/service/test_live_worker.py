@@ -15,7 +15,7 @@ import redis
 import redis.asyncio as redis_asyncio
 
 import thoughtline
-from tests.streams.live_entries import run_live
+from tests.streams.live_entries import accumulate, run_live
 from thoughtline.streams.live import LiveState, LiveStream
 from thoughtline.worker.entries import DeliveredEntry
 from thoughtline.worker.group import ensure_group
@@ -425,3 +425,27 @@ async def test_a_stream_moving_between_workers_reads_only_what_each_missed(
     assert [f[b"record"] for _, f in client.xrange(live_settings.output_stream)] == [
         _expected("hop", payloads)
     ]
+
+
+async def test_the_python_client_rebuilds_the_accumulations(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    """The deltas carry what each chunk added; the client gives every delta its
+    `accumulated_text` and `accumulated_thinking`, revisions included."""
+    from thoughtline import client as tl
+
+    handler = await _handler(aclient, live_settings)
+    revising = _chat(["The user asks", " for a sum.", "</think>" + LONG])
+    await _publish(aclient, live_settings, "c1", range(len(PAYLOADS)))
+    await _publish(aclient, live_settings, "c2", range(len(revising)), revising)
+    await handler.handle(await _read(aclient, live_settings))
+    read = list(
+        tl.live_deltas(client, stream=live_settings.deltas_stream, block_ms=10, stop_when_idle=True)
+    )
+    for stream, payloads in (("c1", PAYLOADS), ("c2", revising)):
+        mine = [delta for delta in read if delta.id == stream]
+        expected, record = run_live(payloads, "openai_chat", stream, warm=True)
+        assert [(d.accumulated_text, d.accumulated_thinking) for d in mine] == accumulate(expected)
+        assert record is not None and mine[-1].accumulated_text == record.content
+    raw = [json.loads(f[b"delta"]) for _, f in client.xrange(live_settings.deltas_stream)]
+    assert [d["accumulated_text"] is None for d in raw].count(False) == 3  # 2 finals, 1 revision
