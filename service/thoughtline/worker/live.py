@@ -41,10 +41,11 @@ it empty, a closed stream leaves the open set by its score (-1) and the keys exp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Final, NamedTuple, TypeVar, cast
 
 import msgspec
@@ -157,6 +158,7 @@ while position <= #ARGV do
       else
         redis.call('HSET', KEYS[6], at, parked)
         redis.call('EXPIRE', KEYS[6], ttl)
+        redis.call('EXPIRE', KEYS[8], ttl)  -- the log lives as long as the state
         if seq > tonumber(redis.call('HGET', KEYS[5], 'parked_max') or '-1') then
           redis.call('HSET', KEYS[5], 'parked_max', at)
         end
@@ -351,6 +353,9 @@ class LiveHandler:
         self._dead_letters = Committer(client, settings)
         self.interval = min(max(settings.live_idle_ms / 4000, 0.05), 1.0)
         """How often `sweep` runs: parked chunks whose worker died wait about this long."""
+        self._locks: dict[str, asyncio.Lock] = {}
+        """One step of a stream at a time in this process (the reader, the reclaimer and the
+        sweep share the kept engines)."""
         self._engines: OrderedDict[str, LiveStream] = OrderedDict()
         self._engine_bytes = 0
         """Per stream, the engine this worker's last committed step of it left: the next
@@ -371,7 +376,25 @@ class LiveHandler:
             await self._dead_letter(bad)
         for stream, stream_entries in by_stream.items():
             stream_entries.sort(key=lambda entry: entry.chunk.seq)
-            await self._retrying(stream, stream_entries)
+            async with self._lock(stream):
+                try:
+                    await self._retrying(stream, stream_entries)
+                except (msgspec.DecodeError, LiveOrderError) as error:
+                    # A stream whose keys Redis no longer holds whole: its chunks stay
+                    # pending (reclaimed, then dead-lettered after THOUGHTLINE_MAX_DELIVERIES);
+                    # the other streams go on.
+                    self._drop_engine(stream)
+                    logger.error("live stream not applied: %s: %s", type(error).__name__, error)
+
+    @contextlib.asynccontextmanager
+    async def _lock(self, stream: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(stream, asyncio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and self._locks.get(stream) is lock:
+                del self._locks[stream]
 
     def _read(self, fields: Fields, delivery_count: int) -> LiveChunk:
         payload = fields.get(b"payload")
@@ -433,7 +456,7 @@ class LiveHandler:
                 if done.entry is not None:
                     waiting.remove(done.entry)
         if parked_next:
-            await self.apply_parked(stream)
+            await self._apply_parked(stream)
 
     async def _current(self, keys: LiveKeys, stream: str, first_seq: int) -> _Loaded:
         """The stream's engine: the kept one, trusted without a read when it is at
@@ -565,6 +588,10 @@ class LiveHandler:
 
     async def apply_parked(self, stream: str) -> int:
         """Apply the parked chunks that are now next, in order; returns how many."""
+        async with self._lock(stream):
+            return await self._apply_parked(stream)
+
+    async def _apply_parked(self, stream: str) -> int:
         keys = live_keys(self._settings, stream)
         applied = 0
         while True:
@@ -629,9 +656,10 @@ class LiveHandler:
         )
         for member, score in cast(list[tuple[bytes, float]], open_streams):
             stream = member.decode()
-            await self.apply_parked(stream)
-            if now - score >= self._settings.live_idle_ms:
-                await self._close_idle(stream)
+            async with self._lock(stream):
+                await self._apply_parked(stream)
+                if now - score >= self._settings.live_idle_ms:
+                    await self._close_idle(stream)
 
     async def _close_idle(self, stream: str) -> None:
         keys = live_keys(self._settings, stream)
