@@ -456,3 +456,41 @@ def test_a_stream_applied_by_workers_with_and_without_a_kept_engine_gives_the_sa
     hops = data.draw(st.lists(st.booleans(), min_size=len(payloads), max_size=len(payloads)))
     mixed = run_steps(payloads, format, hop=lambda seq: hops[seq])
     assert [step[1:] for step in mixed] == [step[1:] for step in expected]
+
+
+PEERS = Path(__file__).resolve().parents[3] / "shared" / "peers"
+
+
+def _peer_cases() -> list[dict[str, object]]:
+    tables = [*PEERS.glob("reasoning-dialects/*.jsonl"), *PEERS.glob("think-tags/*.jsonl")]
+    return [
+        json.loads(line)
+        for table in sorted(tables)
+        for line in table.read_text().splitlines()
+        if line.strip()
+    ]
+
+
+@pytest.mark.needs_shared
+def test_every_peer_case_streamed_live_ends_at_the_whole_text_result() -> None:
+    """Each peer case's text as a live Chat stream, in its own chunks when it has them, else
+    cut every 3 characters, by a model of the prompt-opened table and by another: the record
+    and the final accumulations are the whole text's; a revision only where text given out
+    was followed by a closer with no opener (or a table model's text never closed)."""
+    revising: dict[str, int] = {}
+    for case in _peer_cases():
+        chunks = case.get("chunks")
+        text = case["input"] if case["input"] is not None else "".join(chunks)  # type: ignore[arg-type]
+        assert isinstance(text, str)
+        pieces = list(chunks) if isinstance(chunks, list) else [
+            text[start : start + 3] for start in range(0, len(text), 3)
+        ] or [""]  # fmt: skip
+        for model in ("m", "deepseek-r1"):
+            deltas = _assert_live_matches_recorded(b"\n".join(_model_chat(model, pieces)))
+            for delta in deltas:
+                if delta.revision is not None:
+                    key = f"{model}:{delta.revision.direction}"
+                    revising[key] = revising.get(key, 0) + 1
+                    if delta.revision.direction == "text_to_thinking":
+                        assert any(d.code == "orphan_close_tag" for d in delta.detections or [])
+    assert "deepseek-r1:text_to_thinking" not in revising

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections import deque
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
@@ -178,6 +179,15 @@ def _anywhere_markers() -> tuple[str, ...]:
         elif dialect.standalone_closer:
             markers += dialect.closers
         markers += [*dialect.wrappers, *dialect.trailing_wrappers]
+    # A tag opener may carry attributes (`<think signature="...">`): its name and a space
+    # is as much a marker as the whole tag.
+    markers += [
+        marker[:-1] + " "
+        for dialect in DIALECTS
+        if dialect.kind == "tag"
+        for marker in dialect.openers
+        if marker.endswith(">")
+    ]
     return tuple(sorted({marker.lower() for marker in markers if marker}))
 
 
@@ -239,7 +249,8 @@ class _Side:
     def __init__(self) -> None:
         self.shown: list[str] = []
         self.certain: list[str] = []
-        self.ahead = ""
+        self.ahead: deque[str] = deque()
+        self.ahead_length = 0
 
     def joined_certain(self) -> str:
         return "".join(self.certain)
@@ -247,21 +258,27 @@ class _Side:
     def show(self, text: str) -> str:
         """Give out provisional text (certain text may catch up with it later)."""
         self.shown.append(text)
-        self.ahead += text
+        self.ahead.append(text)
+        self.ahead_length += len(text)
         return text
 
     def confirm(self, added: str) -> str | None:
         """Certain text added: what to give out now, or None when it contradicts what was
-        shown (a revision is due)."""
+        shown (a revision is due). Each shown character is compared once."""
         self.certain.append(added)
-        if not self.ahead:
-            self.shown.append(added)
-            return added
-        common = min(len(added), len(self.ahead))
-        if added[:common] != self.ahead[:common]:
-            return None
-        self.ahead = self.ahead[common:]
-        rest = added[common:]
+        position = 0
+        while position < len(added) and self.ahead:
+            front = self.ahead[0]
+            take = min(len(front), len(added) - position)
+            if added[position : position + take] != front[:take]:
+                return None
+            position += take
+            self.ahead_length -= take
+            if take == len(front):
+                self.ahead.popleft()
+            else:
+                self.ahead[0] = front[take:]
+        rest = added[position:]
         if rest:
             self.shown.append(rest)
         return rest
@@ -270,7 +287,8 @@ class _Side:
         whole = self.joined_certain()
         self.certain = [whole]
         self.shown = [whole]
-        self.ahead = ""
+        self.ahead.clear()
+        self.ahead_length = 0
         return whole
 
 
@@ -411,7 +429,7 @@ class LiveStream:
             self.size += len(data)
         self.done_marker = self.done_marker or done
         self.position += 1
-        pieces = self.run.pieces()[first:]
+        pieces = self.run.pieces_since(first)
         visible = "".join(piece.text for piece in pieces)
         if visible and not self.seen_text:
             self._decide(pieces)
@@ -506,6 +524,9 @@ class LiveStream:
         else:
             cut = len(self.unshown) - _may_grow_into_marker(self.unshown)
             give, self.unshown = self.unshown[:cut], self.unshown[cut:]
+        if not self.gave_visible and give.isspace():  # leading whitespace: trimmed if
+            self.unshown = give + self.unshown  # anything is removed later
+            return "", ""
         if not give:
             return "", ""
         self.gave_visible = True
@@ -525,8 +546,8 @@ class LiveStream:
         thinking_out = self.thinking.confirm(thinking)
         if text_out is None or thinking_out is None:
             return self._revise(text_wrong=text_out is None)
-        if final and (self.text.ahead or self.thinking.ahead):
-            return self._revise(text_wrong=bool(self.text.ahead))
+        if final and (self.text.ahead_length or self.thinking.ahead_length):
+            return self._revise(text_wrong=bool(self.text.ahead_length))
         return _Output(text_out, thinking_out, [], None)
 
     def _revise(self, *, text_wrong: bool = False) -> _Output:

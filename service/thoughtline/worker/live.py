@@ -353,7 +353,7 @@ class LiveHandler:
         self._dead_letters = Committer(client, settings)
         self.interval = min(max(settings.live_idle_ms / 4000, 0.05), 1.0)
         """How often `sweep` runs: parked chunks whose worker died wait about this long."""
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         """One step of a stream at a time in this process (the reader, the reclaimer and the
         sweep share the kept engines)."""
         self._engines: OrderedDict[str, LiveStream] = OrderedDict()
@@ -388,13 +388,18 @@ class LiveHandler:
 
     @contextlib.asynccontextmanager
     async def _lock(self, stream: str) -> AsyncIterator[None]:
-        lock = self._locks.setdefault(stream, asyncio.Lock())
+        """The stream's lock, forgotten when no one holds or waits for it."""
+        lock, users = self._locks.get(stream, (asyncio.Lock(), 0))
+        self._locks[stream] = (lock, users + 1)
         try:
             async with lock:
                 yield
         finally:
-            if not lock.locked() and self._locks.get(stream) is lock:
+            lock, users = self._locks[stream]
+            if users == 1:
                 del self._locks[stream]
+            else:
+                self._locks[stream] = (lock, users - 1)
 
     def _read(self, fields: Fields, delivery_count: int) -> LiveChunk:
         payload = fields.get(b"payload")
@@ -507,7 +512,7 @@ class LiveHandler:
                 break
         if not run:
             return _Plan([_Planned("park", waiting[0], waiting[0].chunk.seq, None)], None, [])
-        size = sum(len(entry.chunk.payload or b"") for entry in run)
+        size = _run_size(loaded.engine, run, self._settings.live_max_state_bytes)
         return await _off_loop_if_large(self._compute, loaded.engine, run, "apply", size=size)
 
     def _compute(self, engine: LiveStream | None, run: list[_Entry], mode: str) -> _Plan:
@@ -613,7 +618,7 @@ class LiveHandler:
             if not run:
                 self._keep(stream, loaded.engine)
                 return applied
-            size = sum(len(entry.chunk.payload or b"") for entry in run)
+            size = _run_size(loaded.engine, run, self._settings.live_max_state_bytes)
             plan = await _off_loop_if_large(self._compute, loaded.engine, run, "parked", size=size)
             if plan.dead:  # a crash: the stream waits, then closes as idle
                 logger.error("live stream chunk not applied: %s", plan.dead[0][1].reason)
@@ -666,7 +671,9 @@ class LiveHandler:
         loaded = await self._load(keys, stream)
         if loaded.closed:
             return
-        step = loaded.engine.close() if loaded.engine is not None else None
+        step = None
+        if loaded.engine is not None:  # the record is read from the whole log
+            step = await _off_loop_if_large(loaded.engine.close, size=loaded.engine.size)
         results = await self._commit(keys, stream, [_Planned("close", None, loaded.next_seq, step)])
         self._drop_engine(stream)
         if results[:1] == [1]:
@@ -866,6 +873,16 @@ async def _off_loop_if_large(function: Callable[..., T], *arguments: object, siz
     if size > INLINE_BYTES:
         return await asyncio.to_thread(function, *arguments)
     return function(*arguments)
+
+
+def _run_size(engine: LiveStream | None, run: Sequence[_Entry], cap: int) -> int:
+    """What computing `run` reads: its chunks, and the whole stream when the run ends it (the
+    record is read from every chunk), by a final chunk or the size cap."""
+    size = sum(len(entry.chunk.payload or b"") for entry in run)
+    if engine is None:
+        return size
+    ends = any(entry.chunk.final for entry in run) or engine.state.stored_bytes + size > cap
+    return size + engine.size if ends else size
 
 
 def _size(log: Sequence[bytes]) -> int:
