@@ -14,7 +14,7 @@ run it with `PYTHONPATH=<a checkout>/service` to measure that checkout). Measure
    answer's first thinking.
 2. **Chunks/s** of one worker, the same 10,000 chunks as 100 streams x 100 and as 4 x 2,500,
    and 1 x 20,000 (all published at once, interleaved; counted until the last delta).
-3. **Redis memory per open stream** (`used_memory` before and after, the streams not ended):
+3. **Redis memory per open stream** (`MEMORY USAGE` of its keys, the streams not ended):
    100 streams of 100 chunks, and 2 of 2,500.
 4. **Bytes on the deltas stream per stream** (the `delta` fields), at 100 and 10,000 chunks.
 5. **Live chunks/s against whole small responses/s** on the same worker (10,000 of each).
@@ -227,10 +227,11 @@ def burst(
 
 
 def memory_per_open_stream(url: str, settings: Settings, streams: int, chunks: int) -> float:
+    """The mean `MEMORY USAGE` of the keys an open stream keeps (`<input>:live:*:<stream>`)."""
     client = redis.Redis.from_url(url)
-    before = int(client.info("memory")["used_memory"])
-    made = {f"open-{streams}-{number}": _chat("o", plain_pieces(chunks), finish=False)
-            for number in range(streams)}  # fmt: skip
+    names = [f"open-{chunks}-{number}" for number in range(streams)]
+    made = {name: _chat(name, plain_pieces(chunks), finish=False) for name in names}
+    before = int(client.xlen(settings.deltas_stream))
     sent = 0
     for batch in _batches(((name, seq) for seq in range(chunks) for name in made), 1000):
         pipeline = client.pipeline(transaction=False)
@@ -239,14 +240,16 @@ def memory_per_open_stream(url: str, settings: Settings, streams: int, chunks: i
         pipeline.execute()
         sent += len(batch)
     deadline = time.monotonic() + 600
-    while int(client.xlen(settings.deltas_stream)) < sent and time.monotonic() < deadline:
+    while int(client.xlen(settings.deltas_stream)) - before < sent:
+        if time.monotonic() > deadline:
+            break
         time.sleep(0.05)
-    # What the chunks themselves and their deltas take is not the stream's state: trimmed.
-    client.xtrim(settings.input_stream, maxlen=0)
-    client.xtrim(settings.deltas_stream, maxlen=0)
-    after = int(client.info("memory")["used_memory"])
+    total = 0
+    for name in names:
+        for key in client.scan_iter(match=f"{settings.input_stream}:live:*:{name}"):
+            total += int(client.memory_usage(key) or 0)
     client.close()
-    return (after - before) / streams
+    return total / streams
 
 
 def whole_responses(url: str, settings: Settings, count: int, limit: float) -> tuple[int, float]:

@@ -90,28 +90,31 @@ PARKED_RUN: Final = 32
 LIVE_SCRIPT: Final = (
     STREAM_IDS_LUA
     + """
--- KEYS: 1 input stream, 2 deltas, 3 output, 4 dead letters, 5 state hash, 6 parked hash,
--- 7 open streams (zset), 8 log hash, 9 committed ids (zset).
--- ARGV: 1 group, 2 stream id, 3 ttl seconds, 4 now (ms), then steps, each:
+-- KEYS: 1 input stream, 2 deltas, 3 output, 4 dead letters, 5 open streams (zset), 6 committed
+-- ids (zset), then per live stream three: its state hash, parked hash, log hash.
+-- ARGV: 1 group, 2 ttl seconds, 3 now (ms), then per live stream: its id, its step count,
+-- then each step:
 --   mode, entry id (mode 'close': the idle time in ms), at (the seq it was computed at),
 --   token (the stream's; at seq 0 the new one), then
 --   'park': the parked chunk, n items, the dead letter's items (added if the stream is closed)
 --   'apply' (the entry's chunk), 'parked' (the parked chunk at seq `at`), 'close' (none):
 --     new seq, state, closed ('1'/'0'), log element ('' none), delta ('' none), format,
 --     record ('' none), n dead letters, then per dead letter: item count, items
--- Returns per step tried: 1 applied, 2 parked, 3 acknowledged only (applied before, or
--- committed before the group was lost), 4 dead-lettered (the stream is closed), 0 the entry is
--- no longer pending, -1 the stream is not at `at` (nothing done; the steps after it are not
--- tried: compute again); then 1 if the chunk the stream now needs is parked, else 0.
-local expected = {'stream', 'stream', 'stream', 'hash', 'hash', 'zset', 'hash', 'zset'}
-for index = 2, 9 do
+-- Returns per live stream a list: per step tried 1 applied, 2 parked, 3 acknowledged only
+-- (applied before, or committed before the group was lost), 4 dead-lettered (the stream is
+-- closed), 0 the entry is no longer pending, -1 the stream is not at `at` (nothing done; its
+-- later steps are not tried: compute again); then 1 if the chunk the stream now needs is
+-- parked, else 0.
+local expected = {'stream', 'stream', 'stream', 'zset', 'zset'}
+for index = 2, #KEYS do
+  local wanted = expected[index - 1] or 'hash'
   local key_type = redis.call('TYPE', KEYS[index])['ok']
-  if key_type ~= expected[index - 1] and key_type ~= 'none' then
+  if key_type ~= wanted and key_type ~= 'none' then
     return redis.error_reply('WRONGTYPE ' .. KEYS[index] .. ' holds a ' .. key_type)
   end
 end
-local group, stream, ttl, now = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
-local committed = KEYS[9]
+local group, ttl, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local open_key, committed = KEYS[5], KEYS[6]
 local low = redis.call('ZRANGEBYSCORE', committed, -1, -1, 'LIMIT', 0, 1)[1]
 local marked = #redis.call('ZRANGEBYSCORE', committed, 0, '+inf', 'LIMIT', 0, 1) > 0
 local added, highest = {}, nil
@@ -129,116 +132,125 @@ local function acknowledge(entry_id)  -- 1 now, 0 not pending, 2 committed befor
   added[#added + 1] = entry_id
   return 1
 end
-local results = {}
-local position = 5
+local all_results = {}
+local position = 4
+local stream_number = 0
 while position <= #ARGV do
-  local mode, entry_id = ARGV[position], ARGV[position + 1]
-  local at, token = ARGV[position + 2], ARGV[position + 3]
-  position = position + 4
-  local state = redis.call('HMGET', KEYS[5], 'seq', 'closed', 'token')
-  local current = state[1] or '0'
-  local closed = state[2] == '1'
-  local result = nil
-  if mode == 'park' then
-    local parked, item_count = ARGV[position], tonumber(ARGV[position + 1])
-    local first_item = position + 2
-    position = first_item + item_count
-    local seq = tonumber(at)
-    if not closed and seq == tonumber(current) then
-      result = -1
+  local stream, step_count = ARGV[position], tonumber(ARGV[position + 1])
+  position = position + 2
+  local base = 7 + 3 * stream_number
+  stream_number = stream_number + 1
+  local state_key, parked_key, log_key = KEYS[base], KEYS[base + 1], KEYS[base + 2]
+  local results = {}
+  local stopped = false
+  for _ = 1, step_count do
+    local mode, entry_id = ARGV[position], ARGV[position + 1]
+    local at, token = ARGV[position + 2], ARGV[position + 3]
+    position = position + 4
+    local state = redis.call('HMGET', state_key, 'seq', 'closed', 'token')
+    local current = state[1] or '0'
+    local closed = state[2] == '1'
+    local result = nil
+    if mode == 'park' then
+      local parked, item_count = ARGV[position], tonumber(ARGV[position + 1])
+      local first_item = position + 2
+      position = first_item + item_count
+      local seq = tonumber(at)
+      if stopped or (not closed and seq == tonumber(current)) then
+        result = -1
+      else
+        local acknowledged = acknowledge(entry_id)
+        if acknowledged == 0 then
+          result = 0
+        elseif acknowledged == 2 or seq < tonumber(current) then
+          result = 3
+        elseif closed then
+          redis.call('XADD', KEYS[4], '*', unpack(ARGV, first_item, first_item + item_count - 1))
+          result = 4
+        else
+          redis.call('HSET', parked_key, at, parked)
+          redis.call('EXPIRE', parked_key, ttl)
+          redis.call('EXPIRE', log_key, ttl)  -- the log lives as long as the state
+          if seq > tonumber(redis.call('HGET', state_key, 'parked_max') or '-1') then
+            redis.call('HSET', state_key, 'parked_max', at)
+          end
+          redis.call('EXPIRE', state_key, ttl)
+          if not redis.call('ZSCORE', open_key, stream) then
+            redis.call('ZADD', open_key, now, stream)
+          end
+          result = 2
+        end
+      end
     else
-      local acknowledged = acknowledge(entry_id)
-      if acknowledged == 0 then
-        result = 0
-      elseif acknowledged == 2 or seq < tonumber(current) then
-        result = 3
-      elseif closed then
-        redis.call('XADD', KEYS[4], '*', unpack(ARGV, first_item, first_item + item_count - 1))
-        result = 4
-      else
-        redis.call('HSET', KEYS[6], at, parked)
-        redis.call('EXPIRE', KEYS[6], ttl)
-        redis.call('EXPIRE', KEYS[8], ttl)  -- the log lives as long as the state
-        if seq > tonumber(redis.call('HGET', KEYS[5], 'parked_max') or '-1') then
-          redis.call('HSET', KEYS[5], 'parked_max', at)
-        end
-        redis.call('EXPIRE', KEYS[5], ttl)
-        if not redis.call('ZSCORE', KEYS[7], stream) then
-          redis.call('ZADD', KEYS[7], now, stream)
-        end
-        result = 2
-      end
-    end
-  else
-    local new_seq, new_state, now_closed = ARGV[position], ARGV[position + 1], ARGV[position + 2]
-    local logged, delta, format = ARGV[position + 3], ARGV[position + 4], ARGV[position + 5]
-    local record, dead_count = ARGV[position + 6], tonumber(ARGV[position + 7])
-    local dead_at = position + 8
-    position = dead_at
-    for _ = 1, dead_count do
-      position = position + 1 + tonumber(ARGV[position])
-    end
-    if current ~= at or closed or (at ~= '0' and state[3] ~= token) then
-      result = -1
-    elseif mode == 'apply' then
-      local acknowledged = acknowledge(entry_id)
-      if acknowledged ~= 1 then
-        result = acknowledged == 0 and 0 or 3
-      end
-    elseif mode == 'parked' then
-      local parked = redis.call('HGET', KEYS[6], at)
-      if not parked or parked == '' then
-        result = -1
-      else
-        redis.call('HSET', KEYS[6], at, '')
-      end
-    else  -- 'close': only if still idle (a chunk may have been applied since the sweep looked)
-      local score = redis.call('ZSCORE', KEYS[7], stream)
-      if score and tonumber(now) - tonumber(score) < tonumber(entry_id) then
-        result = -1
-      end
-    end
-    if result == nil then
-      redis.call('HSET', KEYS[5], 'seq', new_seq, 'state', new_state, 'closed', now_closed,
-                 'token', token)
-      redis.call('EXPIRE', KEYS[5], ttl)
-      if delta ~= '' then
-        redis.call('XADD', KEYS[2], '*', 'delta', delta, 'id', stream, 'format', format)
-      end
-      if record ~= '' then
-        redis.call('XADD', KEYS[3], '*', 'record', record, 'id', stream, 'format', format)
-      end
-      local item = dead_at
+      local new_seq, new_state, now_closed = ARGV[position], ARGV[position + 1], ARGV[position + 2]
+      local logged, delta, format = ARGV[position + 3], ARGV[position + 4], ARGV[position + 5]
+      local record, dead_count = ARGV[position + 6], tonumber(ARGV[position + 7])
+      local dead_at = position + 8
+      position = dead_at
       for _ = 1, dead_count do
-        local count = tonumber(ARGV[item])
-        redis.call('XADD', KEYS[4], '*', unpack(ARGV, item + 1, item + count))
-        item = item + 1 + count
+        position = position + 1 + tonumber(ARGV[position])
       end
-      if now_closed == '1' then
-        redis.call('ZADD', KEYS[7], -1, stream)
-        redis.call('ZREMRANGEBYSCORE', KEYS[7], -1, -1)
-        redis.call('EXPIRE', KEYS[6], 1)
-        redis.call('EXPIRE', KEYS[8], 1)
-      else
-        if logged ~= '' then
-          redis.call('HSET', KEYS[8], at, logged)
+      if stopped or current ~= at or closed or (at ~= '0' and state[3] ~= token) then
+        result = -1
+      elseif mode == 'apply' then
+        local acknowledged = acknowledge(entry_id)
+        if acknowledged ~= 1 then
+          result = acknowledged == 0 and 0 or 3
         end
-        redis.call('EXPIRE', KEYS[8], ttl)
-        redis.call('ZADD', KEYS[7], now, stream)
-        redis.call('EXPIRE', KEYS[6], ttl)
+      elseif mode == 'parked' then
+        local parked = redis.call('HGET', parked_key, at)
+        if not parked or parked == '' then
+          result = -1
+        else
+          redis.call('HSET', parked_key, at, '')
+        end
+      else  -- 'close': only if still idle (a chunk may have been applied since the sweep looked)
+        local score = redis.call('ZSCORE', open_key, stream)
+        if score and tonumber(now) - tonumber(score) < tonumber(entry_id) then
+          result = -1
+        end
       end
-      result = 1
+      if result == nil then
+        redis.call('HSET', state_key, 'seq', new_seq, 'state', new_state, 'closed', now_closed,
+                   'token', token)
+        redis.call('EXPIRE', state_key, ttl)
+        if delta ~= '' then
+          redis.call('XADD', KEYS[2], '*', 'delta', delta, 'id', stream, 'format', format)
+        end
+        if record ~= '' then
+          redis.call('XADD', KEYS[3], '*', 'record', record, 'id', stream, 'format', format)
+        end
+        local item = dead_at
+        for _ = 1, dead_count do
+          local count = tonumber(ARGV[item])
+          redis.call('XADD', KEYS[4], '*', unpack(ARGV, item + 1, item + count))
+          item = item + 1 + count
+        end
+        if now_closed == '1' then
+          redis.call('ZADD', open_key, -1, stream)
+          redis.call('ZREMRANGEBYSCORE', open_key, -1, -1)
+          redis.call('EXPIRE', parked_key, 1)
+          redis.call('EXPIRE', log_key, 1)
+        else
+          if logged ~= '' then
+            redis.call('HSET', log_key, at, logged)
+          end
+          redis.call('EXPIRE', log_key, ttl)
+          redis.call('ZADD', open_key, now, stream)
+          redis.call('EXPIRE', parked_key, ttl)
+        end
+        result = 1
+      end
     end
+    results[#results + 1] = result
+    stopped = stopped or result == -1
   end
-  results[#results + 1] = result
-  if result == -1 then
-    break
-  end
+  -- Last: whether the chunk the stream now needs is parked (then it is applied right away).
+  local now_at = redis.call('HMGET', state_key, 'seq', 'closed')
+  local waiting = redis.call('HGET', parked_key, now_at[1] or '0')
+  results[#results + 1] = (now_at[2] ~= '1' and waiting and waiting ~= '') and 1 or 0
+  all_results[#all_results + 1] = results
 end
--- Last: whether the chunk the stream now needs is parked (then it is applied right away).
-local now_at = redis.call('HMGET', KEYS[5], 'seq', 'closed')
-local waiting = redis.call('HGET', KEYS[6], now_at[1] or '0')
-results[#results + 1] = (now_at[2] ~= '1' and waiting and waiting ~= '') and 1 or 0
 if highest then  -- the committed-ids record, kept as the batch commit keeps it
   local summary = redis.call('XPENDING', KEYS[1], group)
   local candidate = highest
@@ -257,10 +269,10 @@ if highest then  -- the committed-ids record, kept as the batch commit keeps it
     end
   end
 end
-return results
+return all_results
 """
 )
-"""A run of steps of one live stream, each atomic (see the module's docstring)."""
+"""Runs of steps of live streams, each step atomic (see the module's docstring)."""
 
 READ_SCRIPT: Final = """
 -- KEYS: 1 state hash, 2 log hash. ARGV: 1 the first log element wanted.
@@ -374,10 +386,16 @@ class LiveHandler:
             by_stream[chunk.stream].append(_Entry(entry_id, fields, chunk))
         if bad:
             await self._dead_letter(bad)
-        for stream, stream_entries in by_stream.items():
+        for stream_entries in by_stream.values():
             stream_entries.sort(key=lambda entry: entry.chunk.seq)
+        async with self._lock(_FAST_PATH):
+            slow = await self._fast_path(by_stream)
+        for stream, stream_entries in slow.items():
             async with self._lock(stream):
                 try:
+                    if not stream_entries:  # all applied; its next chunk is parked
+                        await self._apply_parked(stream)
+                        continue
                     await self._retrying(stream, stream_entries)
                 except (msgspec.DecodeError, LiveOrderError) as error:
                     # A stream whose keys Redis no longer holds whole: its chunks stay
@@ -385,6 +403,64 @@ class LiveHandler:
                     # the other streams go on.
                     self._drop_engine(stream)
                     logger.error("live stream not applied: %s: %s", type(error).__name__, error)
+
+    async def _fast_path(self, by_stream: dict[str, list[_Entry]]) -> dict[str, list[_Entry]]:
+        """The streams whose next chunks this worker can compute from an engine it kept (or
+        that start with this read), computed and committed together in one script call; the
+        others, and what the call could not finish, are returned for `_retrying`."""
+        slow: dict[str, list[_Entry]] = {}
+        runs: list[tuple[str, LiveKeys, _Plan]] = []
+        for stream, entries in by_stream.items():
+            plan = self._fast_plan(stream, entries)
+            if plan is None:
+                slow[stream] = entries
+            else:
+                runs.append((stream, live_keys(self._settings, stream), plan))
+        if not runs:
+            return slow
+        try:
+            replies = await self._commit_streams([(keys, s, plan.steps) for s, keys, plan in runs])
+        except (*TRANSIENT_ERRORS, redis_errors.ResponseError) as error:
+            if isinstance(error, redis_errors.ResponseError) and not is_write_refusal(error):
+                raise
+            for stream, _, _ in runs:  # waited out stream by stream
+                self._drop_engine(stream)
+                slow[stream] = by_stream[stream]
+            return slow
+        for (stream, _, plan), results in zip(runs, replies, strict=True):
+            parked_next = results.pop() == 1
+            finished = {id(done.entry) for done in self._settle(stream, plan, results)}
+            rest = [entry for entry in by_stream[stream] if id(entry) not in finished]
+            if rest or parked_next:
+                slow[stream] = rest
+        return slow
+
+    def _fast_plan(self, stream: str, entries: list[_Entry]) -> _Plan | None:
+        """The steps of `entries` from the stream's kept engine (a stream's first chunks:
+        from nothing), if they continue it and are small; else None."""
+        engine = self._engines.get(stream)
+        first = entries[0].chunk.seq
+        if engine is None and first != 0:
+            return None
+        if engine is not None and (engine.position != first or engine.state.closed):
+            return None
+        self._take_engine(stream)  # in use; kept again once its steps are committed
+        run: list[_Entry] = []
+        for entry in entries:
+            if entry.chunk.seq != first + len(run):
+                break
+            run.append(entry)
+            if entry.chunk.final:
+                break
+        if _run_size(engine, run, self._settings.live_max_state_bytes) > INLINE_BYTES:
+            if engine is not None:
+                self._keep(stream, engine)
+            return None
+        plan = self._compute(engine, run, "apply")
+        if plan.dead or not plan.steps:
+            self._drop_engine(stream)
+            return None
+        return plan
 
     @contextlib.asynccontextmanager
     async def _lock(self, stream: str) -> AsyncIterator[None]:
@@ -466,9 +542,11 @@ class LiveHandler:
     async def _current(self, keys: LiveKeys, stream: str, first_seq: int) -> _Loaded:
         """The stream's engine: the kept one, trusted without a read when it is at
         `first_seq` (the script checks it still is), else brought up to date from Redis."""
-        engine = self._engines.get(stream)
+        engine = self._take_engine(stream)  # taken while in use: the fast path skips it
         if engine is not None and engine.position == first_seq and not engine.state.closed:
             return _Loaded(engine, engine.position, False)
+        if engine is not None:
+            self._keep(stream, engine)  # `_load` brings it up to date
         return await self._load(keys, stream)
 
     async def _load(self, keys: LiveKeys, stream: str) -> _Loaded:
@@ -686,28 +764,35 @@ class LiveHandler:
                     tally.flush()
 
     async def _commit(self, keys: LiveKeys, stream: str, plans: Sequence[_Planned]) -> list[int]:
-        """The steps through one script call."""
+        """The steps of one stream through one script call: their results, then whether the
+        chunk the stream now needs is parked (1/0)."""
+        (results,) = await self._commit_streams([(keys, stream, plans)])
+        return results
+
+    async def _commit_streams(
+        self, runs: Sequence[tuple[LiveKeys, str, Sequence[_Planned]]]
+    ) -> list[list[int]]:
+        """The steps of several streams through one script call (one round trip)."""
         arguments: list[bytes | str | int] = [
             self._settings.group,
-            stream,
             self._settings.live_ttl_seconds,
             _now_ms(),
         ]
-        for plan in plans:
-            arguments += await self._step_arguments(keys, stream, plan)
-        stream_keys = [
+        script_keys = [
             self._settings.input_stream,
             self._settings.deltas_stream,
             self._settings.output_stream,
             self._settings.dead_stream,
-            keys.state,
-            keys.parked,
-            keys.open,
-            keys.log,
+            live_keys(self._settings, "").open,
             committed_key(self._settings),
         ]
-        result = await self._script(keys=stream_keys, args=arguments)
-        return [int(value) for value in result]
+        for keys, stream, plans in runs:
+            arguments += [stream, len(plans)]
+            for plan in plans:
+                arguments += await self._step_arguments(keys, stream, plan)
+            script_keys += [keys.state, keys.parked, keys.log]
+        reply = await self._script(keys=script_keys, args=arguments)
+        return [[int(value) for value in results] for results in reply]
 
     async def _step_arguments(
         self, keys: LiveKeys, stream: str, plan: _Planned
@@ -817,6 +902,8 @@ class LiveHandler:
 
 
 _PARK_OUTCOMES: Final = {2: "waited", 3: "repeated", 4: "late"}
+_FAST_PATH: Final = "\x00fast"
+"""The lock of `LiveHandler._fast_path` (no stream id is this)."""
 
 
 def read_entry(fields: Fields) -> LiveChunk:
