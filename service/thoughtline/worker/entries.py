@@ -23,7 +23,7 @@ from faststream.redis.parser.binary import BinaryMessageFormatV1
 from thoughtline.errors import NormalizeError
 from thoughtline.inspection import RequestInspection, inspect_request
 from thoughtline.normalization import normalize, normalize_with_deltas
-from thoughtline.record import Detection, Record, encode
+from thoughtline.record import Delta, Detection, Record, encode
 from thoughtline.worker.settings import Settings
 
 Fields = Mapping[bytes, bytes]
@@ -315,7 +315,11 @@ def _normalize_entry(
     return record, [_delta_output(delta, record, settings) for delta in deltas], None
 
 
-def _delta_output(delta: msgspec.Struct, record: Record, settings: Settings) -> Output:
+def _delta_output(delta: Delta, record: Record, settings: Settings) -> Output:
+    """A delta as the deltas stream holds it: the accumulations on the final delta only, so
+    a stream's deltas take O(its text) (`thoughtline.client.Accumulations` fills them in)."""
+    if not delta.is_final:
+        delta = msgspec.structs.replace(delta, accumulated_text=None, accumulated_thinking=None)
     fields = [b"delta", msgspec.json.encode(delta), b"id", record.id.encode()]
     return Output(settings.deltas_stream, [*fields, b"format", record.format.encode()])
 
