@@ -1,9 +1,9 @@
 """Golden pairs: `tests/golden/<format>/<feature>.raw.json` -> `<feature>.expected.json`.
 
-Every expected file was written from the README's record and rules and read by a person; the
-raw file is fed to `thoughtline.normalize` with its directory's format (and once more with the
-format left to detection, which must agree), and the encoded record must equal the expected
-JSON exactly.
+Every expected file was written from the record and rules of docs/record.md and read by a
+person; the raw file is fed to `thoughtline.normalize` with its directory's format (and once
+more with the format left to detection, which must agree), and the encoded record must equal
+the expected JSON exactly.
 A raw file may also be a recorded stream (`.raw.jsonl` / `.raw.sse`).
 """
 

@@ -1,6 +1,6 @@
 """Package-wide contracts: a pure core (nothing outside `worker/`, `cli/`, `capture/` and the
-client does I/O), schemas in sync, every detection code documented, every module in the README
-layout."""
+client does I/O), schemas in sync, every detection code and setting documented, every module in
+the layout of docs/development.md, and the README a front door."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import thoughtline
-from thoughtline import detection_codes, readme_tables, schema
+from thoughtline import detection_codes, doc_tables, schema
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "service" / "thoughtline"
@@ -73,10 +73,10 @@ def test_every_detection_code_in_the_golden_files_is_registered() -> None:
             assert detection["code"] in registry, f"{expected.name}: {detection['code']}"
 
 
-def test_readme_lists_every_detection_code() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_record_page_lists_every_detection_code() -> None:
+    page = (ROOT / "docs" / "record.md").read_text()
     for code in (*detection_codes.LEAKED_THOUGHT, *detection_codes.MALFORMED_PART):
-        assert f"`{code}`" in readme, f"README does not list detection code {code}"
+        assert f"`{code}`" in page, f"docs/record.md does not list detection code {code}"
 
 
 def test_version_is_exposed_through_package_metadata() -> None:
@@ -86,19 +86,21 @@ def test_version_is_exposed_through_package_metadata() -> None:
     assert thoughtline.normalize
 
 
-def test_readme_detection_table_is_generated_from_the_registry() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert readme_tables.rewrite_readme(readme) == readme, (
-        "run `python -m thoughtline.readme_tables README.md`"
-    )
+def test_the_generated_tables_in_docs_match_their_modules() -> None:
+    assert doc_tables.documents() == ("docs/record.md", "docs/inline-reasoning.md")
+    for document in doc_tables.documents():
+        text = (ROOT / document).read_text()
+        assert doc_tables.rewrite_document(document, text) == text, (
+            f"{document} drifted: run `python -m thoughtline.doc_tables`"
+        )
 
 
-def test_readme_settings_table_names_every_setting() -> None:
+def test_the_settings_page_names_every_setting() -> None:
     from thoughtline.worker.settings import Settings, env_name
 
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "settings.md").read_text()
     for field_name in Settings.model_fields:
-        assert f"`{env_name(field_name)}`" in readme, f"README lacks {env_name(field_name)}"
+        assert f"`{env_name(field_name)}`" in page, f"docs/settings.md lacks {env_name(field_name)}"
 
 
 def test_readme_quick_start_test_command_is_what_ci_runs() -> None:
@@ -109,9 +111,9 @@ def test_readme_quick_start_test_command_is_what_ci_runs() -> None:
     assert command in ci
 
 
-def test_the_readme_layout_names_every_module() -> None:
-    readme = (ROOT / "README.md").read_text()
-    layout = readme.split("<!-- layout:", 1)[1].split("<!-- /layout -->", 1)[0]
+def test_the_documented_layout_names_every_module() -> None:
+    page = (ROOT / "docs" / "development.md").read_text()
+    layout = page.split("<!-- layout:", 1)[1].split("<!-- /layout -->", 1)[0]
     rows = [line for line in layout.splitlines() if line.startswith("| ")]
     missing = []
     for module in sorted(PACKAGE.rglob("*.py")):
@@ -122,7 +124,7 @@ def test_the_readme_layout_names_every_module() -> None:
             candidates = [row for row in rows if "/`" not in row]
         if not any(f"`{relative.name}`" in row for row in candidates):
             missing.append(str(relative))
-    assert missing == [], "README layout does not name these modules"
+    assert missing == [], "the layout in docs/development.md does not name these modules"
 
 
 def test_the_detection_code_type_names_exactly_the_registered_codes() -> None:

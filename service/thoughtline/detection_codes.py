@@ -1,8 +1,8 @@
-"""Every detection code, with the one line the README shows for it.
+"""Every detection code, with the one line docs/record.md shows for it.
 
 The codes are metric label values (`leaked_thought_total{code}`, `malformed_parts_total{code}`),
 so the set is fixed here; a test checks that every code the normalizers emit is listed and that
-the README lists every code.
+docs/record.md lists every code.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ THOUGHT_DIALECT_CODES: Final = frozenset({"thought_label", "thought_in_content"}
 
 
 def markdown_table() -> str:
-    """The README's table of detection codes (`thoughtline.readme_tables` puts it there)."""
+    """The table of detection codes in docs/record.md (`thoughtline.doc_tables` puts it there)."""
     rows = ["| kind | code | meaning |", "| --- | --- | --- |"]
     for kind, codes in (("leaked_thought", LEAKED_THOUGHT), ("malformed_part", MALFORMED_PART)):
         rows.extend(f"| `{kind}` | `{code}` | {meaning} |" for code, meaning in codes.items())

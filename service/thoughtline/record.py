@@ -1,5 +1,5 @@
-"""The record and its parts: the one source of truth for what consumers read (the README's
-"The record" table says it in prose).
+"""The record and its parts: the one source of truth for what consumers read (docs/record.md
+says it in prose).
 
 `schemas/record.schema.json`, `entry.schema.json` and `delta.schema.json` are generated from
 these Structs (`thoughtline schema --write`), field descriptions included; a test fails when
@@ -108,9 +108,7 @@ class Detection(msgspec.Struct, frozen=True, kw_only=True):
     ]
     code: Annotated[
         str,
-        msgspec.Meta(
-            description="A stable snake_case name (the README's Detections table lists them)."
-        ),
+        msgspec.Meta(description="A stable snake_case name (docs/record.md lists them)."),
     ]
     path: Annotated[
         str, msgspec.Meta(description="Where in the payload, e.g. candidates[0].content.parts[3].")

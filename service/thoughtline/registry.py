@@ -1,7 +1,7 @@
 """Every provider format, one row each: what reads its bodies, assembles its streams, reads
 its requests and replays its turns. The one place to look (and to add to) for a format.
 
-Adding a format (the README has the checklist): a body reader in `formats/`, a stream
+Adding a format (docs/architecture.md has the checklist): a body reader in `formats/`, a stream
 assembler in `streams/`, a request reader in `inspection/readers.py`, replay pieces in
 `replay/`, golden pairs in `tests/golden/<format>/`, the name in `record.FormatName`, then one
 row here; a test checks that every known format has a row and every row is complete.

@@ -1,5 +1,4 @@
-"""`thoughtline normalize` and `thoughtline schema` as a user runs them (the README's
-"Normalize offline")."""
+"""`thoughtline normalize` and `thoughtline schema` as a user runs them (docs/normalize.md)."""
 
 from __future__ import annotations
 

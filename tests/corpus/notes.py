@@ -1,7 +1,7 @@
 """Reading the corpus notes: the expected block of each `<name>.source.txt`.
 
 The notes were written by the corpus's collector from the recorded bodies, independently of
-this code; tests compare our records against them (the README's rules win where the two
+this code; tests compare our records against them (the rules of docs/record.md win where the two
 disagree, and each test says where it maps a note's native value to the record's).
 """
 

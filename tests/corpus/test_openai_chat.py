@@ -2,9 +2,9 @@
 
 The literals below were typed from each body's `.source.txt` (lengths and ends of long texts,
 as the notes give them); the full texts are compared with the note as well. Where the note and
-the README's rules differ, the rules win and the test says so: inline `<think>` blocks are split
-out and trimmed, tool-call arguments are decoded, usage is the record's mapping of the native
-counts.
+the rules of docs/record.md differ, the rules win and the test says so: inline `<think>`
+blocks are split out and trimmed, tool-call arguments are decoded, usage is the record's
+mapping of the native counts.
 """
 
 from __future__ import annotations
@@ -256,10 +256,10 @@ CHAT_RECORDINGS = sorted(
     ids=[f"{path.parent.name}/{path.name}" for path in CHAT_RECORDINGS],
 )
 def test_chat_corpus_usage_reads_as_the_vendor_table_says(recording: Path) -> None:
-    """The README's vendor table, applied by hand to the recorded usage object: the stream's
-    last top-level `usage` (else Groq's `x_groq.usage`), output = completion (plus the
-    reasoning only where the total counts it beside the completion), cached reads from the
-    details, DeepSeek's hit count or the top-level `cached_tokens`."""
+    """The vendor table of docs/openai-compatible.md, applied by hand to the recorded usage
+    object: the stream's last top-level `usage` (else Groq's `x_groq.usage`), output =
+    completion (plus the reasoning only where the total counts it beside the completion),
+    cached reads from the details, DeepSeek's hit count or the top-level `cached_tokens`."""
     native = _recorded_usage(recording)
     record = thoughtline.normalize(recording.read_bytes())
     assert json.loads(bytes(record.native_usage or b"null")) == native

@@ -1,8 +1,8 @@
 """Every non-streamed Responses body of the shared corpus reads as its note says.
 
 The literals below were copied from each `.source.txt` by hand. Where the note and the
-README's rules disagree, the rules win and the test says so: the note joins summary parts with
-a blank line, the record joins every summary part with one LF (each part is a block); the
+rules of docs/record.md disagree, the rules win and the test says so: the note joins summary
+parts with a blank line, the record joins every summary part with one LF (each part is a block); the
 note's `status` is the native finish reason, `finish_reason` is the record's mapping of it.
 """
 

@@ -12,7 +12,7 @@ from thoughtline.worker import settings as config
 
 
 def _settings_variables() -> set[str]:
-    """Every worker setting's environment variable (the README's "Settings")."""
+    """Every worker setting's environment variable (docs/settings.md)."""
     return {config.env_name(name) for name in config.Settings.model_fields}
 
 

@@ -1,4 +1,4 @@
-"""The Dockerfile: clean under hadolint, and built as the README's "Deploy" says (multi-stage,
+"""The Dockerfile: clean under hadolint, and built as docs/deploy.md says (multi-stage,
 slim, non-root, `thoughtline serve` as entrypoint, a `/healthz` healthcheck).
 
 No Docker engine runs here, so the image itself is not built in CI; hadolint and these

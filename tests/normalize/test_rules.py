@@ -1,4 +1,4 @@
-"""The README's "Thinking and content: the rules", one test per numbered rule, through the
+"""The rules of docs/record.md ("Thinking and content"), one test per numbered rule, through the
 Gemini format (the reference path every other format follows)."""
 
 from __future__ import annotations

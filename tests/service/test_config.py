@@ -1,4 +1,4 @@
-"""Settings (README "Settings"): exactly those variables and defaults; one-line errors
+"""Settings (docs/settings.md): exactly those variables and defaults; one-line errors
 naming them."""
 
 from __future__ import annotations
@@ -53,16 +53,16 @@ def test_every_setting_has_its_design_name_and_default() -> None:
     assert actual == DOCUMENTED_DEFAULTS
 
 
-def test_the_service_documentation_lists_every_setting_with_its_default() -> None:
-    documentation = (Path(__file__).resolve().parents[2] / "docs" / "service.md").read_text()
+def test_the_settings_page_has_a_row_per_setting_with_its_default() -> None:
+    documentation = (Path(__file__).resolve().parents[2] / "docs" / "settings.md").read_text()
     for variable, default in DOCUMENTED_DEFAULTS.items():
         row = next(
             (line for line in documentation.splitlines() if line.startswith(f"| `{variable}` |")),
             None,
         )
-        assert row is not None, f"docs/service.md has no row for {variable}"
+        assert row is not None, f"docs/settings.md has no row for {variable}"
         if default is not None:
-            assert str(default).lower() in row.lower(), f"docs/service.md: {variable}: {default}"
+            assert str(default).lower() in row.lower(), f"docs/settings.md: {variable}: {default}"
 
 
 def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -201,11 +201,11 @@ def test_the_settings_help_lists_every_setting_with_its_default() -> None:
         assert shown == (expected.lower() if isinstance(default, bool) else expected)
 
 
-def test_the_readme_settings_table_lists_every_setting_with_its_default() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+def test_the_settings_page_lists_every_setting_with_its_default() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "settings.md").read_text()
     rows = {
         line.split("|")[1].strip().strip("`"): line.split("|")[2]
-        for line in readme.splitlines()
+        for line in page.splitlines()
         if line.startswith("| `THOUGHTLINE_")
     }
     assert set(rows) == set(DOCUMENTED_DEFAULTS)

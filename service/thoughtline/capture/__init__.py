@@ -10,7 +10,7 @@ Every SDK that talks through httpx (openai, anthropic, google-genai, mistralai, 
 `capture.Transport` / `capture.AsyncTransport` or a client from `capture.http_client` /
 `capture.async_http_client`; `capture.google_http_options` fills google-genai's `HttpOptions`.
 Boto3 (Bedrock Converse) is captured through botocore's event hooks: `capture.bedrock`.
-The README section "Capture at the source" has a snippet per SDK.
+docs/capture.md has a snippet per SDK.
 
 Publishing happens on a background thread from a bounded buffer; Redis being slow or down
 never slows or fails a call (what cannot be published is dropped and counted in

@@ -1,4 +1,4 @@
-"""The `thoughtline` command line (README "Normalize offline", "Try the service").
+"""The `thoughtline` command line (docs/normalize.md, docs/service.md).
 
     thoughtline normalize [--format F] [FILE...]   offline, one record per file
     thoughtline normalize --explain FILE...         what inline extraction took out, and why

@@ -9,7 +9,7 @@ dialect, only per *kind*:
 - `phrase`: ordinary words, matched exactly and only at the very start of the text, and only
   when the closing phrase follows too.
 
-The rules for where a delimiter counts are in docs/inline-reasoning.md; the README's dialect
+The rules for where a delimiter counts are in docs/inline-reasoning.md; that page's dialect
 table is generated from `DIALECTS` (a test keeps it in sync).
 """
 
@@ -40,7 +40,7 @@ class Dialect(NamedTuple):
     a stray closer removed after a block. Phrase closers never, harmony's `<|end|>` never."""
     produced_by: str = ""
     note: str = ""
-    """What the scanner does beyond the columns (shown in the README's table)."""
+    """What the scanner does beyond the columns (shown in docs/inline-reasoning.md's table)."""
 
 
 DIALECTS: Final[tuple[Dialect, ...]] = (
@@ -181,7 +181,7 @@ DIALECT_NAMES: Final[tuple[DialectName, ...]] = tuple(dialect.name for dialect i
 
 
 def markdown_table() -> str:
-    """The README's dialect table, generated from `DIALECTS`."""
+    """The dialect table of docs/inline-reasoning.md, generated from `DIALECTS`."""
     rows = [
         "| dialect | kind | opens | closes | answer wrappers | produced by | note |",
         "| --- | --- | --- | --- | --- | --- | --- |",

@@ -267,7 +267,7 @@ def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
     `total_tokens` equal to prompt + completion + reasoning (with reasoning above zero) means
     the reasoning was counted beside the completion (xAI; gateways relaying such counts), so
     output is completion + reasoning. With no total the payload cannot tell: it is read as
-    OpenAI's. The vendor table in the README lists who does what.
+    OpenAI's. The vendor table in docs/openai-compatible.md lists who does what.
     """
     usage = view_or_detect(raw_usage, UsageView, "invalid_usage", "usage", detections)
     if usage is None:

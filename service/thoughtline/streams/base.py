@@ -38,8 +38,8 @@ class Piece(NamedTuple):
     """The text one chunk added to the turn, before inline extraction.
 
     `block` names the native reasoning block the thinking belongs to: fragments of one block
-    concatenate, separate blocks join with one LF (the README's "Thinking and content: the
-    rules", rule 1).
+    concatenate, separate blocks join with one LF (docs/record.md, "Thinking and
+    content: the rules", rule 1).
     """
 
     text: str = ""

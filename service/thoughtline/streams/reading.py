@@ -177,7 +177,7 @@ def _native_thinking(pieces: Sequence[Piece]) -> list[str]:
 
 
 def _combine_thinking(native: list[str], inline: list[str]) -> list[str]:
-    """Native, one LF, inline (rule 4 of the README's "Thinking and content: the rules"), in
+    """Native, one LF, inline (rule 4 of "Thinking and content: the rules" in docs/record.md), in
     chunk order: inline reasoning that came before the last native fragment waits for it, so
     the accumulation only ever grows."""
     last_native = max((index for index, text in enumerate(native) if text), default=-1)

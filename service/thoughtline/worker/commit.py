@@ -1,4 +1,4 @@
-"""The effectively-once step (README "Guarantees"): outputs added and the input acknowledged
+"""The effectively-once step (docs/guarantees.md): outputs added and the input acknowledged
 in one go.
 
 `COMMIT_SCRIPT` runs server-side, so each entry's step is atomic: it `XACK`s the entry and,

@@ -1,4 +1,4 @@
-"""One input entry (README "Produce and consume") -> what to write for it: its record (plus
+"""One input entry (docs/service.md "Producing") -> what to write for it: its record (plus
 deltas) or a dead letter.
 
 No I/O: the worker reads entries, calls `process`, and hands the `Outcome`s to the atomic

@@ -1,4 +1,4 @@
-"""Settings of the service (README "Settings"): environment variables with the prefix
+"""Settings of the service (docs/settings.md): environment variables with the prefix
 `THOUGHTLINE_`.
 
 Every setting lives here and nowhere else. `load_settings()` turns an invalid value into one
@@ -42,7 +42,7 @@ class SettingsError(ThoughtlineError):
 
 
 class Settings(BaseSettings):
-    """One worker's settings; every default is here and only here (README "Settings")."""
+    """One worker's settings; every default is here and only here (docs/settings.md)."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
 
