@@ -167,7 +167,7 @@ def visible_text(url: str, settings: Settings, chunks: int, interval: float) -> 
     sent: list[tuple[int, float]] = []  # (text length once this chunk is shown, when sent)
     length = 0
     pieces = plain_pieces(chunks)
-    first_sent = {}
+    first_sent: dict[str, float] = {}
     for seq in range(len(plain)):
         started = time.perf_counter()
         for name, payloads in (("plain", plain), ("think", thinking)):
