@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from thoughtline.record import Record, encode
+from thoughtline.contract.record import Record, encode
 
 
 class _GeminiPart(msgspec.Struct):

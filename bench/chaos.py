@@ -63,7 +63,7 @@ MAX_PAYLOAD_BYTES = 64 * 1024
 """Lowered from the 32 MiB default so the `too_large` entries stay cheap to publish."""
 SLOWER_NORMALIZERS = """
 import importlib, time
-from thoughtline import registry
+from thoughtline.providers import registry
 def slower(normalize):
     def slow(body, **options):
         time.sleep({seconds})

@@ -42,7 +42,7 @@ from tests.chaos.fleet import Fleet, HealthMonitor
 from tests.chaos.servers import RedisServer
 from tests.chaos.workload import stream_entries
 from tests.hostile.strategies import broken_bytes, mutated_payloads
-from thoughtline.errors import NormalizeError
+from thoughtline.contract.errors import NormalizeError
 from thoughtline.worker.settings import load_settings
 
 CAP: Final = 16 * 1024 * 1024

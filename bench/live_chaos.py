@@ -44,7 +44,7 @@ import thoughtline
 from tests.chaos.fleet import Fleet
 from tests.chaos.servers import RedisServer
 from tests.streams.live_entries import live_payloads
-from thoughtline.normalization import normalize_with_deltas
+from thoughtline.api import normalize_with_deltas
 from thoughtline.worker.settings import Settings, load_settings
 
 OPEN_AT_ONCE: Final = 50

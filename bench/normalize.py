@@ -43,7 +43,7 @@ from typing import TypeVar
 import msgspec
 
 import thoughtline
-from thoughtline.record import KNOWN_FORMATS as FORMATS
+from thoughtline.contract.record import KNOWN_FORMATS as FORMATS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bound  # beside this script

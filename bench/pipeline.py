@@ -45,10 +45,10 @@ from pathlib import Path
 import redis
 import redis.asyncio as redis_asyncio
 
+from thoughtline.api import normalize
 from thoughtline.cli.demo import sample_files, sample_format
-from thoughtline.errors import NormalizeError
-from thoughtline.normalization import normalize
-from thoughtline.record import encode
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import encode
 
 BATCH = 200
 GROUP = "thoughtline"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.normalize import test_format_shapes
-from thoughtline.record import KNOWN_FORMATS
+from thoughtline.contract.record import KNOWN_FORMATS
 
 GOLDEN = Path(__file__).parent / "golden"
 FORMAT_DIRECTORIES = sorted(path.name for path in GOLDEN.iterdir() if path.is_dir())

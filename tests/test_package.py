@@ -1,6 +1,6 @@
-"""Package-wide contracts: a pure core (nothing outside `worker/`, `cli/`, `capture/` and the
-client does I/O), schemas in sync, every detection code and setting documented, every module in
-the layout of docs/development.md, and the README a front door."""
+"""Package-wide contracts: a pure core (nothing outside `worker/`, `cli/`, `capture/`,
+`export/` and the client does I/O), schemas in sync, every detection code and setting
+documented, every module in the layout of docs/architecture.md, and the README a front door."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import json
 from pathlib import Path
 
 import thoughtline
-from thoughtline import detection_codes, doc_tables, schema
+from thoughtline import doc_tables
+from thoughtline.contract import detection_codes, schema
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "service" / "thoughtline"
-EDGES = ("worker", "cli", "capture")
-"""The layers that do I/O: the worker, the command line and capture in applications (and
-`client.py`, for producers and consumers). Everything else is the pure core."""
+EDGES = ("worker", "cli", "capture", "export")
+"""The layers that do I/O: the worker, the command line, capture in applications and the
+export to tracing tools (and `client.py`, for producers and consumers). Everything else is
+the pure core."""
 EDGE_MODULES = {"client.py"}
 PURE_MODULES = [
     module
@@ -33,6 +35,7 @@ IO_LIBRARIES = {
     "httpx",
     "httpx2",
     "botocore",
+    "opentelemetry",
 }
 
 
@@ -112,7 +115,7 @@ def test_readme_quick_start_test_command_is_what_ci_runs() -> None:
 
 
 def test_the_documented_layout_names_every_module() -> None:
-    page = (ROOT / "docs" / "development.md").read_text()
+    page = (ROOT / "docs" / "architecture.md").read_text()
     layout = page.split("<!-- layout:", 1)[1].split("<!-- /layout -->", 1)[0]
     rows = [line for line in layout.splitlines() if line.startswith("| ")]
     missing = []
@@ -124,7 +127,7 @@ def test_the_documented_layout_names_every_module() -> None:
             candidates = [row for row in rows if "/`" not in row]
         if not any(f"`{relative.name}`" in row for row in candidates):
             missing.append(str(relative))
-    assert missing == [], "the layout in docs/development.md does not name these modules"
+    assert missing == [], "the layout in docs/architecture.md does not name these modules"
 
 
 def test_the_detection_code_type_names_exactly_the_registered_codes() -> None:

@@ -7,8 +7,8 @@ import ast
 from dataclasses import fields
 from pathlib import Path
 
-from thoughtline import registry
-from thoughtline.record import KNOWN_FORMATS
+from thoughtline.contract.record import KNOWN_FORMATS
+from thoughtline.providers import registry
 
 PACKAGE = Path(__file__).resolve().parents[1] / "service" / "thoughtline"
 

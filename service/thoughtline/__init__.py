@@ -6,10 +6,35 @@
 >>> thoughtline.deltas(recorded_stream)                 # one normalized Delta per chunk
 """
 
-from thoughtline.errors import NormalizeError, ThoughtlineError, UnknownFormatError
-from thoughtline.format_detection import detect_format
-from thoughtline.normalization import deltas, normalize
-from thoughtline.record import Delta, Detection, Record, ToolCall, Usage, decode, encode
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
+from thoughtline.contract.record import Delta, Detection, Record, ToolCall, Usage, decode, encode
+
+if TYPE_CHECKING:
+    from thoughtline.api import deltas, normalize
+    from thoughtline.providers.detection import detect_format
+
+_LOADED_ON_FIRST_USE: Final = {
+    "deltas": "thoughtline.api",
+    "normalize": "thoughtline.api",
+    "detect_format": "thoughtline.providers.detection",
+}
+"""The readers, imported at first use: `import thoughtline` (and so every command of the
+command line, `--version` included) does not load every provider and the inline scanner."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LOADED_ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'thoughtline' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Delta",

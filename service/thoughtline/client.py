@@ -25,8 +25,8 @@ import msgspec
 import redis
 import redis.asyncio as redis_asyncio
 
-from thoughtline.record import Delta, EntryKind, FormatName, Record
-from thoughtline.record import decode as decode_record
+from thoughtline.contract.record import Delta, EntryKind, FormatName, Record
+from thoughtline.contract.record import decode as decode_record
 from thoughtline.worker.settings import (
     DEFAULT_DELTAS_STREAM,
     DEFAULT_INPUT_STREAM,

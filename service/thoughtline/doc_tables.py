@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
-from thoughtline import detection_codes
+from thoughtline.contract import detection_codes
 from thoughtline.formats import dialects
 
 
@@ -24,7 +24,7 @@ class GeneratedTable(NamedTuple):
 TABLES: Final = (
     GeneratedTable(
         "docs/record.md",
-        "<!-- detection-codes: generated from service/thoughtline/detection_codes.py; "
+        "<!-- detection-codes: generated from service/thoughtline/contract/detection_codes.py; "
         "a test checks it -->",
         "<!-- /detection-codes -->",
         detection_codes.markdown_table,

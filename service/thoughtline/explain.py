@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from thoughtline.formats.compose import VisibleTextReading, explaining
-from thoughtline.normalization import normalize
-from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES
-from thoughtline.record import Record
+from thoughtline.api import normalize
+from thoughtline.contract.record import Record
+from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
+from thoughtline.reading.turn import VisibleTextReading, explaining
 
 _EXCERPT_CHARS: Final = 60
 

@@ -113,3 +113,13 @@ def test_the_proxy_callback_turns_capture_on_from_the_environment(
     finally:
         capture_litellm.disable()
     assert getattr(litellm, "sync_transport", None) is None
+
+
+def test_the_proxy_callback_without_a_redis_url_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("THOUGHTLINE_REDIS_URL", raising=False)
+    assert not hasattr(capture_litellm, "proxy_handler")  # no KeyError out of hasattr
+    with pytest.raises(AttributeError, match="needs THOUGHTLINE_REDIS_URL"):
+        _ = capture_litellm.proxy_handler
+    assert getattr(litellm, "sync_transport", None) is None  # capture stayed off

@@ -7,9 +7,8 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -27,32 +26,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning"),
 ]
 
+PUBLISHER_THREAD = "thoughtline-capture"
 BODY = (RECORDED / "tool-use-after-thinking.json").read_bytes()
-
-
-@pytest.fixture
-def stalled_redis() -> Iterator[str]:
-    """A server that accepts connections and never answers (a frozen Redis)."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    accepted: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                accepted.append(listener.accept()[0])
-            except TimeoutError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
-    stop.set()
-    thread.join()
-    for connection in accepted:
-        connection.close()
-    listener.close()
 
 
 @pytest.fixture
@@ -82,16 +57,52 @@ class _Chunks(httpx.SyncByteStream):
         yield from self._chunks
 
 
-def _calls(transport: capture.Transport, count: int) -> float:
-    """`count` calls; the slowest one's seconds."""
-    slowest = 0.0
+def _calls(transport: capture.Transport, count: int) -> None:
+    """`count` calls, each returning the body the provider sent."""
     with httpx.Client(transport=transport) as client:
         for _ in range(count):
-            started = time.perf_counter()
             response = client.post("http://provider.test/v1/messages", content=b'{"model":"m"}')
-            slowest = max(slowest, time.perf_counter() - started)
             assert response.content == BODY
-    return slowest
+
+
+class _HeldPipeline:
+    """A pipeline whose `execute` waits until the test lets Redis "answer" (with an error)."""
+
+    def __init__(self, held: _HeldRedis) -> None:
+        self._held = held
+
+    def xadd(self, *arguments: object, **options: object) -> None:
+        pass
+
+    def execute(self, raise_on_error: bool = True) -> list[object]:
+        held = self._held
+        held.executing_threads.append(threading.current_thread().name)
+        if threading.current_thread().name == PUBLISHER_THREAD:  # elsewhere: seen, not held
+            held.executing.set()
+            held.answer.wait()
+        raise redis.ConnectionError("the test's Redis never answered")
+
+
+class _HeldRedis:
+    """A stand-in Redis client that holds every write until `answer` is set: a frozen Redis
+    whose wait the test controls, so "no call waits" is seen, not timed."""
+
+    def __init__(self) -> None:
+        self.answer = threading.Event()
+        self.executing = threading.Event()
+        self.executing_threads: list[str] = []
+
+    def pipeline(self, transaction: bool = True) -> _HeldPipeline:
+        return _HeldPipeline(self)
+
+
+def _in_a_thread(work: Callable[[], None]) -> bool:
+    """Run `work` in a thread of its own; True when it returned (a call that waited on the
+    held Redis would hang there until the test gives up on it)."""
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join(timeout=120)
+    return not thread.is_alive()
 
 
 @pytest.mark.parametrize("sdk", ["openai_chat", "anthropic", "gemini", "mistral", "ollama"])
@@ -123,10 +134,9 @@ def test_redis_down_drops_and_counts_with_one_warning(
 ) -> None:
     publisher = Publisher(down_redis, registry=registry, socket_timeout=0.2)
     with caplog.at_level(logging.WARNING, logger="thoughtline.capture"):
-        slowest = _calls(capture.Transport(publisher=publisher, inner=_Replay()), 50)
+        _calls(capture.Transport(publisher=publisher, inner=_Replay()), 50)
         publisher.flush(10)
     publisher.close(1)
-    assert slowest < 0.05
     total = dropped(registry, "redis_error") + dropped(registry, "buffer_full")
     assert total == 50 and dropped(registry, "redis_error") >= 1
     warnings = [record for record in caplog.records if record.levelno >= logging.WARNING]
@@ -137,16 +147,22 @@ def test_redis_down_drops_and_counts_with_one_warning(
 
 
 def test_a_stalled_redis_delays_no_call_and_the_bounded_buffer_drops_the_rest(
-    stalled_redis: str, registry: CollectorRegistry
+    registry: CollectorRegistry,
 ) -> None:
-    publisher = Publisher(stalled_redis, registry=registry, socket_timeout=0.5, max_entries=20)
-    slowest = _calls(capture.Transport(publisher=publisher, inner=_Replay()), 300)
-    assert slowest < 0.05  # the calls never wait for Redis
-    started = time.monotonic()
-    publisher.close(timeout=1.0)
-    assert time.monotonic() - started < 2.5  # shutdown keeps its timeout
-    counted = sum(dropped(registry, reason) for reason in capture.DROP_REASONS)
+    held = _HeldRedis()
+    publisher = Publisher(client=held, registry=registry, max_entries=20)  # type: ignore[arg-type]
+    transport = capture.Transport(publisher=publisher, inner=_Replay())
+    # All 300 calls return while Redis holds the first write and has answered nothing.
+    assert _in_a_thread(lambda: _calls(transport, 300)), "a call waited for Redis"
+    assert held.executing.wait(timeout=60) and not held.answer.is_set()
+    assert set(held.executing_threads) == {PUBLISHER_THREAD}  # never the caller's thread
+    # Shutdown keeps its timeout: it returns while the write is still held.
+    assert _in_a_thread(lambda: publisher.close(timeout=0.2)), "close waited for Redis"
+    assert not held.answer.is_set()
+    held.answer.set()  # Redis fails the held write: it is counted too
+    assert publisher.flush(60)
     assert dropped(registry, "buffer_full") >= 250
+    counted = sum(dropped(registry, reason) for reason in capture.DROP_REASONS)
     assert counted == 300
 
 
@@ -178,6 +194,7 @@ def test_publishing_resumes_when_redis_comes_back(
     assert len(published(redis_client, stream, 2)) == 2
 
 
+@pytest.mark.slow  # a soak: 11,500 calls
 def test_memory_stays_bounded_over_ten_thousand_calls_with_redis_down(
     down_redis: str, registry: CollectorRegistry
 ) -> None:

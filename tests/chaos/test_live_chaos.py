@@ -36,7 +36,7 @@ def test_every_recorded_stream_live_over_three_workers_gives_its_recorded_record
 ) -> None:
     recordings = live_chaos.corpus_recordings()
     plan = live_chaos.Plan(streams=len(recordings), workers=3, kills=0, swap_fraction=0.1,
-                           corpus=True, live_ttl_seconds=5, drain_timeout=400.0)  # fmt: skip
+                           corpus=True, drain_timeout=400.0)  # fmt: skip
     report = live_chaos.run(plan, tmp_path)
     print("\n".join(report.lines()))
     assert report.failures == []
@@ -49,7 +49,6 @@ def test_live_streams_survive_worker_kills_and_chunks_out_of_order(
 ) -> None:
     # The TTL outlasts the idle close (a stream stalled by a kill keeps its keys).
     plan = live_chaos.Plan(streams=60, workers=3, kills=5, kill_every=2.0, swap_fraction=0.05,
-                           live_idle_ms=20_000, live_ttl_seconds=30,
                            drain_timeout=400.0)  # fmt: skip
     report = live_chaos.run(plan, tmp_path)
     print("\n".join(report.lines()))

@@ -1,10 +1,11 @@
 """A real Prometheus scrapes a real worker under load; every dashboard query must return data.
 
-`thoughtline serve` runs as a subprocess against the Redis at 127.0.0.1:6379 with its own
-hash-tagged stream names; a few hundred Gemini entries (plain, with leaked `<think>` text, with
-a malformed `thought` marker, and not JSON at all) are published with plain XADD; Prometheus
-(Debian's 2.42 package) scrapes the worker every second on loopback. Then each panel's PromQL,
-with Grafana's variables filled in, is sent to Prometheus' query API.
+`thoughtline serve` runs as a subprocess against the suite's Redis (tests/conftest.py
+`redis_url`) with its own hash-tagged stream names; a few hundred Gemini entries (plain, with
+leaked `<think>` text, with a malformed `thought` marker, and not JSON at all) are published
+with plain XADD; Prometheus (Debian's 2.42 package) scrapes the worker every second on
+loopback. Then each panel's PromQL, with Grafana's variables filled in, is sent to Prometheus'
+query API.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 import redis
 
+from tests.conftest import delete_keys, fresh_hash_tag
 from tests.deploy import chart, processes
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
-LOCAL_REDIS_URL = "redis://127.0.0.1:6379/0"
 CORPUS_RESPONSE = (
     chart.ROOT.parent
     / "shared"
@@ -78,11 +78,6 @@ def _serve_available() -> bool:
     return chart.run([command, "serve", "--help"]).returncode == 0
 
 
-def _url_of(client: redis.Redis) -> str:
-    arguments = client.connection_pool.connection_kwargs
-    return f"redis://{arguments['host']}:{arguments['port']}/{arguments.get('db', 0)}"
-
-
 @dataclass
 class Streams:
     input: str
@@ -92,7 +87,7 @@ class Streams:
 
     @classmethod
     def unique(cls) -> Streams:
-        tag = f"{{tl-deploy-{uuid.uuid4().hex[:12]}}}"
+        tag = f"{{{fresh_hash_tag()}}}"
         return cls(f"{tag}:raw", f"{tag}:normalized", f"{tag}:dead", f"{tag}:deltas")
 
     def keys(self) -> list[str]:
@@ -100,24 +95,16 @@ class Streams:
 
 
 @pytest.fixture(scope="module")
-def redis_client(request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
-    """The suite's shared Redis (tests/conftest.py `redis_url`), else the one on loopback."""
-    try:
-        url: str = request.getfixturevalue("redis_url")
-    except pytest.FixtureLookupError:
-        url = LOCAL_REDIS_URL
-    client = redis.Redis.from_url(url)
-    try:
-        client.ping()
-    except redis.ConnectionError:
-        pytest.skip(f"no Redis at {url}")
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A client of the suite's Redis (tests/conftest.py `redis_url`)."""
+    client = redis.Redis.from_url(redis_url)
     yield client
     client.close()
 
 
 @pytest.fixture(scope="module")
 def worker(
-    redis_client: redis.Redis, tmp_path_factory: pytest.TempPathFactory
+    redis_url: str, redis_client: redis.Redis, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[int, Streams]]:
     if not _serve_available():
         pytest.skip("thoughtline serve not available")
@@ -125,7 +112,7 @@ def worker(
     port = processes.free_port()
     environment = {
         **os.environ,
-        "THOUGHTLINE_REDIS_URL": _url_of(redis_client),
+        "THOUGHTLINE_REDIS_URL": redis_url,
         "THOUGHTLINE_INPUT_STREAM": streams.input,
         "THOUGHTLINE_OUTPUT_STREAM": streams.output,
         "THOUGHTLINE_DEAD_STREAM": streams.dead,
@@ -153,7 +140,7 @@ def worker(
         yield port, streams
     finally:
         processes.stop(process)
-        redis_client.delete(*streams.keys())
+        delete_keys(redis_url, streams.input.removesuffix(":raw") + "*")  # with what serve added
 
 
 @pytest.fixture(scope="module")

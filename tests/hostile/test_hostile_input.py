@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 import thoughtline
 from tests.hostile.strategies import broken_bytes, mutated_payloads
-from thoughtline.errors import NormalizeError
+from thoughtline.contract.errors import NormalizeError
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 import thoughtline
-from thoughtline.errors import NormalizeError
+from thoughtline.contract.errors import NormalizeError
 
 GEMINI = (
     b'{"candidates":[{"content":{"parts":[{"text":"hi"}]},"finishReason":"STOP"}],'

@@ -14,9 +14,9 @@ from typing import get_args
 
 import pytest
 
-from thoughtline import registry
-from thoughtline.formats import function_calls
-from thoughtline.record import FinishReason
+from thoughtline.contract.record import FinishReason
+from thoughtline.providers import registry
+from thoughtline.reading import function_calls
 
 MODULES: dict[str, ModuleType] = {
     row.name: row.body for row in registry.FORMAT_ROWS if isinstance(row.body, ModuleType)

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import thoughtline
-from thoughtline.errors import NormalizeError
-from thoughtline.record import KNOWN_FORMATS
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import KNOWN_FORMATS
 
 BODIES: dict[str, dict[str, Any]] = {
     "gemini": {"candidates": [{"content": {"parts": [{"text": "x"}]}}]},

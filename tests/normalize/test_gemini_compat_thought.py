@@ -15,7 +15,7 @@ import pytest
 
 import thoughtline
 from tests.streams.checks import assert_deltas_add_up, comparable
-from thoughtline.record import Detection, Record
+from thoughtline.contract.record import Detection, Record
 
 MARKED = {"google": {"thought": True}}
 SIGNATURE = "CtEBAdHtim9Rk2vB0x+/Yy1nZW1pbmk="

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import thoughtline
-from thoughtline.errors import NormalizeError
+from thoughtline.contract.errors import NormalizeError
 
 
 def _mistral(finish_reason: str | None = "stop", usage: Any = None) -> bytes:

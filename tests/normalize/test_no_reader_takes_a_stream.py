@@ -13,8 +13,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from thoughtline.errors import NormalizeError
-from thoughtline.registry import FORMATS_BY_NAME
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.providers.registry import FORMATS_BY_NAME
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 BODIES = sorted(GOLDEN.glob("*/*.raw.json"))

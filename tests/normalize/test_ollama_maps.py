@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import thoughtline
-from thoughtline.errors import NormalizeError
+from thoughtline.contract.errors import NormalizeError
 
 
 def _chat(done_reason: str | None = "stop", **counts: Any) -> bytes:

@@ -19,8 +19,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SHARED
-from thoughtline.formats import mistral, ollama, openai_chat
-from thoughtline.formats.compose import Turn, decode_in_one_pass
+from thoughtline.providers.mistral import body as mistral
+from thoughtline.providers.ollama import body as ollama
+from thoughtline.providers.openai_chat import body as openai_chat
+from thoughtline.reading.compose import Turn, decode_in_one_pass
 
 ROOT = Path(__file__).resolve().parents[2]
 

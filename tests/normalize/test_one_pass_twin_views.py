@@ -20,7 +20,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SHARED
-from thoughtline.formats import bedrock, openai_responses
+from thoughtline.providers.bedrock_converse import body as bedrock
+from thoughtline.providers.openai_responses import body as openai_responses
 
 ROOT = Path(__file__).resolve().parents[2]
 

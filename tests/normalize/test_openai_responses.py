@@ -8,8 +8,8 @@ import msgspec
 import pytest
 
 import thoughtline
-from thoughtline.formats import openai_responses
-from thoughtline.formats.compose import Turn
+from thoughtline.providers.openai_responses import body as openai_responses
+from thoughtline.reading.compose import Turn
 
 # Pretty-printed, with escapes a re-encoder would rewrite (\u00e9, \/, \u002B) and odd spacing.
 _ESCAPED_REASONING = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from thoughtline.record import Usage
+from thoughtline.contract.record import Usage
 
 
 def counts(

@@ -14,7 +14,7 @@ import pytest
 
 import thoughtline
 from tests.corpus.notes import CORPUS
-from thoughtline.record import Record
+from thoughtline.contract.record import Record
 
 CORPUS_FORMATS = {
     "gemini": "gemini",

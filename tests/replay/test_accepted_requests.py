@@ -19,10 +19,9 @@ from typing import Any
 import pytest
 
 import thoughtline
+from thoughtline.api import build_history, normalize_request
 from thoughtline.formats.dialects import DIALECTS
-from thoughtline.inspection import normalize_request
-from thoughtline.registry import format_named
-from thoughtline.replay import build_history
+from thoughtline.providers.registry import format_named
 
 ACCEPTED = Path(__file__).parent / "accepted"
 PAIRS = sorted(ACCEPTED.glob("*/*.response.json"))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from thoughtline.errors import EmptyHistoryError, ReplayError, UnsupportedPartError
+from thoughtline.contract.errors import EmptyHistoryError, ReplayError, UnsupportedPartError
 from thoughtline.replay import ConversionTarget, convert_contents, rebuild_foreign_content
 
 TARGETS: list[ConversionTarget] = ["openai_chat", "openai_responses"]

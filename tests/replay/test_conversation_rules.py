@@ -5,17 +5,17 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from thoughtline.api import is_reasoning_only
+from thoughtline.contract.record import Detection, Record, ToolCall, Usage
 from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     HistoryFingerprint,
     conversation_id,
-    is_reasoning_only,
     reasoning_only_loop,
     repeated_reasoning,
     thinking_fingerprints,
 )
 from thoughtline.inspection.fingerprints import text_fingerprints
-from thoughtline.record import Detection, Record, ToolCall, Usage
 
 LINE_A = "First I compare the two offers by their total yearly cost."
 LINE_B = "Then I check which of the offers includes the roaming fees."

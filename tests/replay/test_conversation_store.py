@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 
 import msgspec
 import pytest
 from redis.asyncio import Redis
 
-from thoughtline.inspection import inspect_request
-from thoughtline.record import Detection, Record
+from tests.conftest import fresh_hash_tag
+from thoughtline.api import inspect_request
+from thoughtline.contract.record import Detection, Record
 from thoughtline.worker.conversations import ConversationStore
 
 pytestmark = pytest.mark.redis
@@ -33,7 +33,7 @@ async def client(redis_url: str) -> AsyncIterator[Redis]:
 
 @pytest.fixture
 async def store(client: Redis) -> AsyncIterator[ConversationStore]:
-    prefix = f"{{thoughtline}}:test-replay-{uuid.uuid4().hex[:12]}"
+    prefix = f"{{{fresh_hash_tag()}}}:conversation"
     yield ConversationStore(client, prefix=prefix, ttl_seconds=60, loop_limit=3)
     keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
     if keys:

@@ -16,15 +16,10 @@ from typing import Any
 import pytest
 
 from tests.corpus.notes import CORPUS
-from thoughtline.inspection import (
-    RequestInspection,
-    inspect_request,
-    repeated_reasoning,
-    thinking_fingerprints,
-)
-from thoughtline.record import Record
-from thoughtline.registry import format_named
-from thoughtline.replay import build_history, encode_history
+from thoughtline.api import build_history, encode_history, inspect_request
+from thoughtline.contract.record import Record
+from thoughtline.inspection import RequestInspection, repeated_reasoning, thinking_fingerprints
+from thoughtline.providers.registry import format_named
 
 from .corpus import (
     CORPUS_FORMATS,

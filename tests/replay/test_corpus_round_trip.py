@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from thoughtline.record import KNOWN_FORMATS, Record
-from thoughtline.registry import format_named
-from thoughtline.replay import build_history, encode_history
+from thoughtline.api import build_history, encode_history
+from thoughtline.contract.record import KNOWN_FORMATS, Record
+from thoughtline.providers.registry import format_named
 
 from .corpus import corpus_bodies, corpus_record, opaque_literals, thinking_lines, visible_strings
 

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 import thoughtline
-from thoughtline.errors import ReplayError
-from thoughtline.record import Record
-from thoughtline.replay import build_history, encode_history, read_records
+from thoughtline.api import build_history, encode_history
+from thoughtline.contract.errors import ReplayError
+from thoughtline.contract.record import Record
+from thoughtline.replay import read_records
 
 SIGNED_THOUGHT = (
     b'{"text":  "plan: call f", "thought": true, "thoughtSignature": "U0lHLXRob3VnaHQ="}'

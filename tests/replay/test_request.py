@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.inspection import detect_request_format, inspect_request, normalize_request
+from thoughtline.api import inspect_request, normalize_request
+from thoughtline.contract.errors import NormalizeError, UnknownFormatError
+from thoughtline.providers.detection import detect_request_format
 
 THINKING = (
     "The user wants the capital of France, which is a simple geography fact.\n"

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from tests.service.support import running_worker, wait_until
-from thoughtline.registry import format_named
+from thoughtline.providers.registry import format_named
 from thoughtline.worker.settings import Settings
 
 pytestmark = pytest.mark.redis

@@ -6,9 +6,11 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
-import time
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +64,8 @@ def test_the_committed_asyncapi_document_matches_the_app() -> None:
 @needs_redis_server
 @pytest.mark.slow
 def test_demo_runs_on_a_machine_with_nothing_running(tmp_path: Path) -> None:
-    started = time.monotonic()
     result = thoughtline("demo", cwd=tmp_path)
-    elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr
-    assert elapsed < 10
     lines = result.stdout.splitlines()
     for sample in sample_files():
         expected = " DEAD " if sample_format(sample.name) is None else f" {sample.name} "
@@ -158,6 +157,8 @@ def test_publish_reports_each_bad_file_on_one_line(
 ) -> None:
     unknown = tmp_path / "unknown.json"
     unknown.write_text('{"hello": "world"}')
+    broken = tmp_path / "broken.json"
+    broken.write_text("not JSON at all")
     good = SAMPLES / "ollama.thinking.json"
     result = subprocess.run(
         [
@@ -167,6 +168,7 @@ def test_publish_reports_each_bad_file_on_one_line(
             "publish",
             str(unknown),
             str(good),
+            str(broken),
             str(tmp_path / "missing.json"),
         ],
         env=environment(THOUGHTLINE_REDIS_URL=redis_url, **stream_environment(stream_names)),
@@ -179,10 +181,12 @@ def test_publish_reports_each_bad_file_on_one_line(
     errors = [line for line in result.stderr.splitlines() if line.startswith("thoughtline:")]
     assert [error.split(":")[1].strip() for error in errors] == [
         str(unknown),
+        str(broken),
         str(tmp_path / "missing.json"),
     ]
-    assert "pass --format" in errors[0]
-    assert "published 1 entries" in result.stderr
+    assert "pass --format" in errors[0]  # a format given by hand can help with this one...
+    assert "format" not in errors[1]  # ...not with text that is no JSON
+    assert "published 1 entry to" in result.stderr
     assert result.stdout.startswith(f"{good} -> ")
 
 
@@ -305,3 +309,46 @@ def test_publish_and_tail_with_unreachable_redis_say_so_on_one_line(
     assert result.stderr.splitlines() == [
         "thoughtline: cannot reach Redis at redis://user@127.0.0.1:1/0"
     ]
+
+
+@pytest.fixture
+def not_redis() -> Iterator[str]:
+    """A server that answers like a web server, not like Redis."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def answer() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.recv(4096)
+                connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    stop.set()
+    thread.join()
+    listener.close()
+
+
+@pytest.mark.parametrize("command", ["publish", "tail"])
+def test_publish_and_tail_at_something_that_is_not_redis_say_so_on_one_line(
+    command: str, not_redis: str
+) -> None:
+    arguments = [str(SAMPLES / "ollama.thinking.json")] if command == "publish" else []
+    result = subprocess.run(
+        [sys.executable, "-m", "thoughtline.cli", command, *arguments],
+        env=environment(THOUGHTLINE_REDIS_URL=not_redis),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"thoughtline: cannot use Redis at {not_redis}: InvalidResponse: ")

@@ -212,3 +212,28 @@ def test_the_settings_page_lists_every_setting_with_its_default() -> None:
     for variable, default in DOCUMENTED_DEFAULTS.items():
         if default is not None:
             assert str(default).lower() in rows[variable].lower(), variable
+
+
+@pytest.mark.parametrize(
+    ("contradicting", "consistent", "named"),
+    [
+        (  # a quiet live stream's state would expire before the sweep closes it
+            {"live_ttl_seconds": 5, "live_idle_ms": 20_000},
+            {"live_ttl_seconds": 21, "live_idle_ms": 20_000},
+            ("THOUGHTLINE_LIVE_TTL_SECONDS=5", "THOUGHTLINE_LIVE_IDLE_MS=20000"),
+        ),
+        (  # a worker waiting in its read would look dead to the others
+            {"min_idle_ms": 1000, "block_ms": 1000},
+            {"min_idle_ms": 1001, "block_ms": 1000},
+            ("THOUGHTLINE_MIN_IDLE_MS=1000", "THOUGHTLINE_BLOCK_MS=1000"),
+        ),
+    ],
+)
+def test_settings_that_contradict_each_other_are_refused_in_one_line(
+    contradicting: dict[str, int], consistent: dict[str, int], named: tuple[str, str]
+) -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings(**contradicting)
+    message = str(caught.value)
+    assert all(name in message for name in named) and "\n" not in message
+    load_settings(**consistent)  # the edge on the right side is accepted

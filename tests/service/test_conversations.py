@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -46,10 +45,9 @@ def chat_request(assistant_text: str) -> bytes:
 
 
 @pytest.fixture
-def conversation(client: redis.Redis) -> Iterator[str]:
-    name = f"c-{uuid.uuid4().hex}"
-    yield name
-    client.delete(f"{{thoughtline}}:conversation:{name}")
+def conversation() -> str:
+    """A conversation id of its own (its keys go with the test's, see `stream_names`)."""
+    return f"c-{uuid.uuid4().hex}"
 
 
 def publish(
@@ -112,7 +110,7 @@ async def test_a_request_replaying_earlier_thinking_is_detected(
     assert codes["turn-1"] == []
     assert "replayed_reasoning" in codes["request-2"]
     assert codes["request-3"] == []  # the visible answer alone is no leak
-    stored = client.hgetall(f"{{thoughtline}}:conversation:{conversation}")
+    stored = client.hgetall(f"{settings.conversation_prefix}:{conversation}")
     assert stored and all(b"Everest" not in value for value in stored.values())
 
 
@@ -139,7 +137,7 @@ async def test_consecutive_reasoning_only_records_are_a_loop(
 
 
 async def test_a_record_redelivered_after_a_later_one_keeps_its_streak(
-    redis_url: str, conversation: str
+    redis_url: str, stream_names: dict[str, str], conversation: str
 ) -> None:
     import redis.asyncio as redis_async
 
@@ -147,7 +145,8 @@ async def test_a_record_redelivered_after_a_later_one_keeps_its_streak(
 
     client = redis_async.Redis.from_url(redis_url)
     try:
-        store = ConversationStore(client, loop_limit=3)
+        prefix = stream_names["conversation_prefix"]
+        store = ConversationStore(client, prefix=prefix, loop_limit=3)
         counts = [
             await store.count_reasoning_only(conversation, record_id, True)
             for record_id in ("r1", "r2", "r1", "r2")

@@ -376,7 +376,8 @@ async def test_claim_idle_acknowledges_a_pending_entry_deleted_from_the_stream_o
             output_stream="{t}:out",
             dead_stream="{t}:dead",
             deltas_stream="{t}:deltas",
-            min_idle_ms=1,
+            min_idle_ms=2,
+            block_ms=1,  # below min_idle_ms, as the settings require
         )
         await ensure_group(client, settings)
         deleted = await client.xadd(settings.input_stream, {"payload": PAYLOAD})

@@ -10,7 +10,7 @@ import pytest
 from faststream.redis.parser.binary import BinaryMessageFormatV1
 
 import thoughtline
-from thoughtline.registry import format_named
+from thoughtline.providers.registry import format_named
 from thoughtline.worker.entries import Outcome, Output, process
 from thoughtline.worker.settings import Settings, load_settings
 

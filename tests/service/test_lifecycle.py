@@ -30,7 +30,7 @@ POISON = GOOD.replace(b'"STOP"', b'"POISON"')
 
 SLOW_NORMALIZER = """
 import importlib, time
-from thoughtline import registry
+from thoughtline.providers import registry
 gemini = registry.format_named("gemini").body
 original = gemini.normalize
 def slow(body, **options):
@@ -41,7 +41,7 @@ gemini.normalize = slow
 
 POISONED_NORMALIZER = """
 import importlib, os, signal
-from thoughtline import registry
+from thoughtline.providers import registry
 gemini = registry.format_named("gemini").body
 original = gemini.normalize
 def poisoned(body, **options):

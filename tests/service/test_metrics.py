@@ -6,9 +6,9 @@ import asyncio
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from thoughtline.detection_codes import LEAKED_THOUGHT, MALFORMED_PART
+from thoughtline.contract.detection_codes import LEAKED_THOUGHT, MALFORMED_PART
+from thoughtline.contract.record import Detection, Record, Usage
 from thoughtline.formats.dialects import DIALECT_NAMES
-from thoughtline.record import Detection, Record, Usage
 from thoughtline.worker.health import HealthServer
 from thoughtline.worker.metrics import (
     DEAD_LETTER_REASONS,
@@ -164,3 +164,9 @@ def test_negative_or_non_integer_token_counts_are_not_counted() -> None:
     assert 'thoughtline_tokens_total{format="openai_chat",kind="output"} 3.0' in text
     for kind in ("input", "reasoning", "cached"):
         assert f'thoughtline_tokens_total{{format="openai_chat",kind="{kind}"}} 0.0' in text
+
+
+def test_metrics_carry_no_created_series() -> None:
+    metrics = Metrics()
+    metrics.dead_letters.labels(reason="not_json").inc()
+    assert b"_created" not in metrics.exposition()

@@ -12,8 +12,8 @@ from faststream.redis import RedisBroker
 import thoughtline
 from tests.service.support import running_worker, wait_until
 from thoughtline.cli.demo import sample_files, sample_format
-from thoughtline.record import KNOWN_FORMATS
-from thoughtline.registry import format_named
+from thoughtline.contract.record import KNOWN_FORMATS
+from thoughtline.providers.registry import format_named
 from thoughtline.worker.commit import Committer
 from thoughtline.worker.entries import process
 from thoughtline.worker.settings import Settings

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import thoughtline
-from thoughtline.record import Record
+from thoughtline.contract.record import Record
 
 
 def comparable(record: Record) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from thoughtline.record import Delta, Record
+from thoughtline.contract.record import Delta, Record
 from thoughtline.streams.framing import frame
 from thoughtline.streams.live import (
     LiveChunk,

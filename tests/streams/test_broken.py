@@ -13,8 +13,8 @@ import thoughtline
 from tests.corpus.notes import CORPUS
 from tests.streams.checks import comparable
 from tests.streams.streamers import STREAMERS, as_jsonl, whole
-from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.record import Record, Usage
+from thoughtline.contract.errors import NormalizeError, UnknownFormatError
+from thoughtline.contract.record import Record, Usage
 from thoughtline.streams import reading
 from thoughtline.streams.base import Assembly
 

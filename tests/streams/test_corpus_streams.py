@@ -17,7 +17,7 @@ import pytest
 import thoughtline
 from tests.corpus.notes import CORPUS, expected_block
 from tests.streams.checks import assert_deltas_add_up, comparable
-from thoughtline.record import Record, Usage
+from thoughtline.contract.record import Record, Usage
 
 pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 

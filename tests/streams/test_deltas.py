@@ -18,8 +18,8 @@ import thoughtline
 from tests.corpus.notes import CORPUS
 from tests.streams.checks import assert_deltas_add_up
 from tests.streams.streamers import STREAMERS, as_jsonl, as_sse, whole
-from thoughtline import normalization
-from thoughtline.record import Delta, DeltaText
+from thoughtline import api as normalization
+from thoughtline.contract.record import Delta, DeltaText
 
 pytestmark = pytest.mark.needs_shared  # reads the recorded corpus; skipped without it
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from thoughtline.format_detection import looks_like_stream
+from thoughtline.providers.detection import looks_like_stream
 from thoughtline.streams.base import Chunk
 from thoughtline.streams.framing import Framed, frame
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import thoughtline
 from tests.corpus.notes import CORPUS
 from tests.streams.live_entries import accumulate, live_payloads, run_live, run_steps
-from thoughtline.record import Delta
+from thoughtline.contract.record import Delta
 from thoughtline.streams.live import (
     STATE_VERSION,
     LiveChunk,

@@ -10,9 +10,9 @@ import pytest
 
 import thoughtline
 from tests.streams.checks import assert_deltas_add_up, comparable
-from thoughtline import normalization
-from thoughtline.errors import NormalizeError
-from thoughtline.record import KNOWN_FORMATS
+from thoughtline import api as normalization
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import KNOWN_FORMATS
 
 
 def _sse(*events: dict[str, Any] | str) -> bytes:

@@ -25,7 +25,7 @@ from typing import Any, Final, TypeVar
 
 from thoughtline.capture.exchanges import Capture
 from thoughtline.capture.publisher import Publisher
-from thoughtline.capture.transport import _Capturing, _context_meta, hand_over_whole, recorded
+from thoughtline.capture.transport import _Capturing, hand_over_whole, recorded
 
 __all__ = ["instrument"]
 
@@ -54,7 +54,6 @@ class _Hooks(_Capturing):
         try:
             body = params.get("body")
             path = urllib.parse.unquote(str(params.get("url_path", "")))
-            context_meta = _context_meta.get({})
             context[_KEY] = Capture(
                 format="bedrock_converse",
                 exchange_id=uuid.uuid4().hex,
@@ -65,7 +64,7 @@ class _Hooks(_Capturing):
                 request_body=body if isinstance(body, bytes) else None,
                 publish_request=self._requests,
                 publish_response=True,
-                meta={**self._meta, **context_meta} if context_meta else self._meta,
+                meta=self._call_meta(),
                 started=time.perf_counter(),
             )
         except Exception:

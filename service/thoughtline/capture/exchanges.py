@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from thoughtline import client
-from thoughtline.record import FormatName
+from thoughtline.contract.record import FormatName
 
 Ending = Literal["complete", "closed", "broken"]
 """How the response body ended: read to its end; closed by the caller before its end (an SDK

@@ -84,7 +84,15 @@ def disable() -> None:
 def __getattr__(name: str) -> Any:
     if name != "proxy_handler":
         raise AttributeError(name)
+    redis_url = os.environ.get("THOUGHTLINE_REDIS_URL")
+    if not redis_url:
+        # An AttributeError (not a KeyError): `hasattr` and the proxy's loader expect one, and
+        # the message names what is missing.
+        raise AttributeError(
+            "thoughtline.capture.litellm.proxy_handler needs THOUGHTLINE_REDIS_URL (the Redis "
+            "to publish the captured exchanges to), which is not set"
+        )
     from litellm.integrations.custom_logger import CustomLogger
 
-    enable(os.environ["THOUGHTLINE_REDIS_URL"])
+    enable(redis_url)
     return CustomLogger()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import sys
 import threading
 import time
 import uuid
@@ -30,7 +31,7 @@ from prometheus_client import CollectorRegistry
 from thoughtline.capture.exchanges import Capture, LivePiece, format_of, streams_live
 from thoughtline.capture.publisher import Publisher, shared_publisher
 from thoughtline.client import INPUT_STREAM
-from thoughtline.record import FormatName
+from thoughtline.contract.record import FormatName
 from thoughtline.streams.framing import StreamCutter
 
 __all__ = ["AsyncTransport", "FormatChoice", "Transport", "context"]
@@ -54,6 +55,24 @@ def context(**meta: Any) -> Iterator[None]:
         yield
     finally:
         _context_meta.reset(token)
+
+
+def current_traceparent() -> str | None:
+    """The caller's current span as a W3C `traceparent`, when the application runs
+    OpenTelemetry; else None. OpenTelemetry is looked up among the modules already imported,
+    never imported here: an application that has a span has imported it, and one that has
+    not pays nothing for it."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return None
+    try:
+        context = trace.get_current_span().get_span_context()
+        if not context.is_valid:
+            return None
+        return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+    except Exception:  # an API we do not know: no traceparent rather than a failed call
+        logger.debug("thoughtline capture: no traceparent read", exc_info=True)
+        return None
 
 
 class _Capturing:
@@ -116,7 +135,6 @@ class _Capturing:
                 body: bytes | None = request.content
             except Exception:  # a streamed request body: not ours to read
                 body = None
-            context_meta = _context_meta.get(_EMPTY)
             return Capture(
                 format=chosen,
                 exchange_id=uuid.uuid4().hex,
@@ -127,12 +145,24 @@ class _Capturing:
                 request_body=body,
                 publish_request=self._requests,
                 publish_response=True,
-                meta={**self._meta, **context_meta} if context_meta else self._meta,
+                meta=self._call_meta(),
                 started=time.perf_counter(),
             )
         except Exception:
             logger.debug("thoughtline capture: request not captured", exc_info=True)
             return None
+
+    def _call_meta(self) -> Mapping[str, Any]:
+        """The meta of a call starting now: the transport's, the `context()` blocks', and
+        the caller's current span as a W3C `traceparent` (unless the meta names one), so the
+        record's exported span joins the application's trace (docs/otel.md)."""
+        context_meta = _context_meta.get(_EMPTY)
+        meta = {**self._meta, **context_meta} if context_meta else self._meta
+        if "traceparent" not in meta:
+            traceparent = current_traceparent()
+            if traceparent is not None:
+                return {**meta, "traceparent": traceparent}
+        return meta
 
     def _attach(self, capture: Capture, response: Any, sync: bool) -> None:
         """Put the capturing stream in place (or publish the request alone). Never raises."""

@@ -21,18 +21,19 @@ from typing import BinaryIO
 
 import msgspec
 
-from thoughtline import schema as schema_module
-from thoughtline.errors import NormalizeError, ThoughtlineError
-from thoughtline.normalization import normalize
-from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES
-from thoughtline.record import KNOWN_FORMATS, encode
+from thoughtline.cli.names import SERVICE_COMMANDS
+from thoughtline.contract import schema as schema_module
+from thoughtline.contract.errors import NormalizeError, ThoughtlineError
+from thoughtline.contract.record import KNOWN_FORMATS, encode
+from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
 
 Command = Callable[[argparse.Namespace], int]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    arguments = parser.parse_args(argv)
+    arguments_given = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(serving=_names_a_service_command(arguments_given))
+    arguments = parser.parse_args(arguments_given)
     command: Command = arguments.command
     try:
         return command(arguments)
@@ -43,7 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, serving: bool = True) -> argparse.ArgumentParser:
+    """The whole command line. `serving` False: the service commands are listed by name only,
+    so a command that does not serve never imports the worker, Redis or FastStream (the
+    command line starts in a fraction of the time)."""
     parser = argparse.ArgumentParser(
         prog="thoughtline",
         description="Normalize raw LLM provider responses: content, thinking, usage, replay parts.",
@@ -53,7 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_normalize(subparsers)
     _add_inspect(subparsers)
     _add_schema(subparsers)
-    _add_service_commands(subparsers)
+    if serving:
+        _add_service_commands(subparsers)
+    else:
+        _list_service_commands(subparsers)
     _add_replay(subparsers)
     return parser
 
@@ -84,7 +91,7 @@ def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     )
 
     def run_replay(arguments: argparse.Namespace) -> int:
-        from thoughtline import replay
+        from thoughtline import api, replay
 
         try:
             data = _read(arguments.records, DEFAULT_MAX_PAYLOAD_BYTES)
@@ -92,12 +99,12 @@ def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
             print(f"thoughtline: {arguments.records}: {_one_line(error)}", file=sys.stderr)
             return 1
         source = "stdin" if arguments.records == "-" else arguments.records
-        history = replay.build_history(
+        history = api.build_history(
             replay.read_records(data, source),
             arguments.to,
             preserve_reasoning=arguments.preserve_reasoning,
         )
-        sys.stdout.buffer.write(replay.encode_history(history) + b"\n")
+        sys.stdout.buffer.write(api.encode_history(history) + b"\n")
         return 0
 
     command.set_defaults(command=run_replay)
@@ -171,6 +178,21 @@ def _add_service_commands(
     service.add_commands(subparsers)
 
 
+def _list_service_commands(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """The service commands' names and one-line help, for `thoughtline --help`."""
+    for name, help_line in SERVICE_COMMANDS.items():
+        subparsers.add_parser(name, help=help_line)
+
+
+def _names_a_service_command(arguments: Sequence[str]) -> bool:
+    """Whether the command named (the first argument that is not an option) is a service
+    command; top-level options are only `--version` and `--help`, which take no value."""
+    command = next((argument for argument in arguments if not argument.startswith("-")), None)
+    return command in SERVICE_COMMANDS
+
+
 def run_normalize(arguments: argparse.Namespace) -> int:
     """Print one JSON record (or delta lines) per file; one-line errors, status 1 on any."""
     files: list[str] = arguments.files or ["-"]
@@ -193,7 +215,7 @@ def run_normalize(arguments: argparse.Namespace) -> int:
 
 def _request_hint(payload: bytes) -> str:
     """When a payload that is no response reads as a provider request body, say so."""
-    from thoughtline.format_detection import detect_request_format
+    from thoughtline.providers.detection import detect_request_format
 
     try:
         body = msgspec.json.decode(payload)
@@ -207,7 +229,7 @@ def _request_hint(payload: bytes) -> str:
 
 def _normalize_one(payload: bytes, name: str, arguments: argparse.Namespace) -> bytes:
     if arguments.kind == "request":
-        from thoughtline.inspection import normalize_request
+        from thoughtline.api import normalize_request
 
         request = normalize_request(
             payload, arguments.format, max_payload_bytes=arguments.max_payload_bytes
@@ -222,12 +244,14 @@ def _normalize_one(payload: bytes, name: str, arguments: argparse.Namespace) -> 
         )
         return explain.report(name, explanation).encode()
     if arguments.deltas:
-        from thoughtline.normalization import deltas as deltas_of
+        from thoughtline.api import deltas as deltas_of
 
         deltas = deltas_of(payload, arguments.format)
         for delta in deltas:  # the record's id rule: the response id, else the file name
             delta.id = delta.id or _file_id(name)
         return b"".join(msgspec.json.encode(delta) + b"\n" for delta in deltas)
+    from thoughtline.api import normalize  # at first use: `--version` needs no reader
+
     record = normalize(payload, arguments.format, max_payload_bytes=arguments.max_payload_bytes)
     if not record.id:
         record.id = _file_id(name)

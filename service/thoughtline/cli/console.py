@@ -11,8 +11,8 @@ from collections.abc import Iterator, Mapping
 import msgspec
 from prometheus_client import CollectorRegistry
 
-from thoughtline.record import Record
-from thoughtline.record import decode as decode_record
+from thoughtline.contract.record import Record
+from thoughtline.contract.record import decode as decode_record
 
 PREVIEW_CHARACTERS = 60
 

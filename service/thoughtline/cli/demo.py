@@ -20,7 +20,7 @@ import redis.asyncio as redis_asyncio
 
 from thoughtline.cli.console import counter_lines, describe_entry
 from thoughtline.client import apublish
-from thoughtline.record import KNOWN_FORMATS, FormatName
+from thoughtline.contract.record import KNOWN_FORMATS, FormatName
 from thoughtline.worker.app import Worker
 from thoughtline.worker.embedded import EmbeddedRedis
 from thoughtline.worker.settings import SettingsError, load_settings

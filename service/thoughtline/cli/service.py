@@ -5,6 +5,7 @@
     thoughtline tail [--json]         follow normalized records (or --dead: dead letters)
     thoughtline demo                  embedded Redis, bundled samples, records and counters
     thoughtline asyncapi [--write F]  the AsyncAPI document of the worker
+    thoughtline export otlp           records as OpenTelemetry spans over OTLP (docs/otel.md)
 
 Invalid settings print one line naming the variable and exit with status 2; a `THOUGHTLINE_*`
 variable that is no setting (a typo) is one warning line each. Exit status of `serve`:
@@ -32,12 +33,18 @@ from typing import Final, cast
 import redis
 
 from thoughtline.cli import console
-from thoughtline.errors import NormalizeError, ThoughtlineError
-from thoughtline.format_detection import detect_format, looks_like_stream
-from thoughtline.record import KNOWN_FORMATS
+from thoughtline.cli.names import SERVICE_COMMANDS
+from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
+from thoughtline.contract.record import KNOWN_FORMATS
+from thoughtline.providers.detection import detect_format, looks_like_stream
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
-from thoughtline.worker.embedded import DEFAULT_DATA_DIR, EmbeddedRedis, running_url
+from thoughtline.worker.embedded import (
+    DEFAULT_DATA_DIR,
+    EmbeddedRedis,
+    join_or_start,
+    running_url,
+)
 from thoughtline.worker.settings import (
     Settings,
     SettingsError,
@@ -57,7 +64,7 @@ Subparsers = argparse._SubParsersAction
 def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     serve = subparsers.add_parser(
         "serve",
-        help="run one worker (scale with processes)",
+        help=SERVICE_COMMANDS["serve"],
         description="Run one worker: read the input stream in the consumer group, publish a "
         "record or a dead letter per entry. Configured by environment variables only; with "
         "THOUGHTLINE_REDIS_URL unset it starts an embedded Redis. Exit status: 0 stopped by a "
@@ -74,7 +81,7 @@ def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     )
     serve.set_defaults(command=run_serve)
 
-    publish = subparsers.add_parser("publish", help="XADD raw payload files to the input stream")
+    publish = subparsers.add_parser("publish", help=SERVICE_COMMANDS["publish"])
     publish.add_argument("files", nargs="+", metavar="FILE", help="payload files; - is stdin")
     publish.add_argument("--format", choices=KNOWN_FORMATS, help="skip format detection")
     publish.add_argument("--id", help="the entry id (default: the file name)")
@@ -90,19 +97,75 @@ def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     publish.add_argument("--deltas", action="store_true", help="also publish one delta per chunk")
     publish.set_defaults(command=run_publish)
 
-    tail = subparsers.add_parser("tail", help="follow normalized records")
+    tail = subparsers.add_parser("tail", help=SERVICE_COMMANDS["tail"])
     tail.add_argument("--json", action="store_true", help="print each record as JSON")
     tail.add_argument("--dead", action="store_true", help="follow the dead-letter stream")
     tail.add_argument("--from-start", action="store_true", help="begin at the first entry")
     tail.add_argument("--count", type=int, default=None, help="stop after this many")
     tail.set_defaults(command=run_tail)
 
-    demo_command = subparsers.add_parser("demo", help="try it: embedded Redis and sample data")
+    demo_command = subparsers.add_parser("demo", help=SERVICE_COMMANDS["demo"])
     demo_command.set_defaults(command=run_demo)
 
-    asyncapi = subparsers.add_parser("asyncapi", help="print or write the AsyncAPI document")
+    asyncapi = subparsers.add_parser("asyncapi", help=SERVICE_COMMANDS["asyncapi"])
     asyncapi.add_argument("--write", type=Path, metavar="FILE")
     asyncapi.set_defaults(command=run_asyncapi)
+
+    _add_export(subparsers)
+
+
+def _add_export(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
+    """`thoughtline export otlp`; OpenTelemetry is imported only when it runs."""
+    export = subparsers.add_parser("export", help="send records to tracing tools")
+    targets = export.add_subparsers(required=True, metavar="TARGET")
+    otlp = targets.add_parser(
+        "otlp",
+        help="records as OpenTelemetry GenAI spans over OTLP/HTTP (needs thoughtline[otel])",
+        description="Read records in a consumer group of the output stream and send each as "
+        "one span following the OpenTelemetry GenAI conventions, over OTLP/HTTP protobuf "
+        "(OTEL_EXPORTER_OTLP_* settings). A record is acknowledged only once the collector "
+        "accepted it. Several processes share the work. See docs/otel.md.",
+    )
+    otlp.add_argument("--group", default="thoughtline-otlp", help="consumer group")
+    otlp.add_argument("--consumer", help="consumer name (default: host-pid)")
+    otlp.add_argument("--batch-size", type=_positive, default=512, help="spans per export request")
+    otlp.add_argument(
+        "--min-idle-ms",
+        type=_positive,
+        default=60_000,
+        help="take over records another export process left pending this long",
+    )
+    otlp.add_argument(
+        "--no-content",
+        action="store_true",
+        help="no output messages: usage, finish reasons and detections only "
+        "(also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=false)",
+    )
+    otlp.add_argument("--no-thinking", action="store_true", help="leave reasoning text out")
+    otlp.add_argument(
+        "--no-opaque-parts",
+        action="store_true",
+        help="leave signatures and encrypted reasoning out",
+    )
+    otlp.set_defaults(command=run_export_otlp)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def run_export_otlp(arguments: argparse.Namespace) -> int:
+    settings, client = _connect()
+    if client is None:
+        return EXIT_INVALID_SETTINGS if settings is None else 1
+    assert settings is not None
+    _configure_logging(settings)
+    from thoughtline.export import command
+
+    return _reaching_redis(settings, lambda: command.run(arguments, client, settings.output_stream))
 
 
 def run_serve(arguments: argparse.Namespace) -> int:
@@ -117,13 +180,19 @@ def run_serve(arguments: argparse.Namespace) -> int:
     embedded: EmbeddedRedis | None = None
     url = settings.redis_url
     if url is None:
-        embedded = EmbeddedRedis(arguments.data_dir)
-        url = embedded.start()
-        print(
-            f"thoughtline: no THOUGHTLINE_REDIS_URL set; started an embedded Redis at {url} "
-            f"(data in {arguments.data_dir})",
-            flush=True,
-        )
+        url, embedded = join_or_start(arguments.data_dir)
+        if embedded is None:  # another serve in this folder runs it: one more worker on it
+            print(
+                f"thoughtline: no THOUGHTLINE_REDIS_URL set; joined the embedded Redis at {url} "
+                f"that another serve runs in {arguments.data_dir} (it stops when that one does)",
+                flush=True,
+            )
+        else:
+            print(
+                f"thoughtline: no THOUGHTLINE_REDIS_URL set; started an embedded Redis at {url} "
+                f"(data in {arguments.data_dir})",
+                flush=True,
+            )
     try:
         return asyncio.run(Worker(settings, url).run())
     except MetricsPortError as error:
@@ -180,7 +249,8 @@ def _publish(arguments: argparse.Namespace, settings: Settings, client: redis.Re
             if len(queued) >= PIPELINE_ENTRIES:
                 published += _flush(pipeline, queued, published, len(arguments.files))
         published += _flush(pipeline, queued, published, len(arguments.files))
-    print(f"published {published} entries to {settings.input_stream}", file=sys.stderr)
+    entries = "entry" if published == 1 else "entries"
+    print(f"published {published} {entries} to {settings.input_stream}", file=sys.stderr)
     return status
 
 
@@ -223,8 +293,9 @@ def _detected_format(payload: bytes) -> str | None:
         return None
     try:
         return detect_format(body)
-    except NormalizeError as error:
-        raise NormalizeError(error.reason, f"{error.message}; or pass --format") from None
+    except UnknownFormatError as error:  # a format given by hand helps here, and only here
+        message = error.message.replace("pass the format explicitly", "pass --format")
+        raise NormalizeError(error.reason, message) from None
 
 
 def _read(name: str, limit: int) -> bytes:
@@ -329,6 +400,12 @@ def _reaching_redis(settings: Settings, command: Callable[[], int]) -> int:
         return 1
     except (redis.ConnectionError, redis.TimeoutError):
         print(f"thoughtline: cannot reach Redis at {url}", file=sys.stderr)
+        return 1
+    except (redis.InvalidResponse, redis.ResponseError) as error:  # not a Redis, or it refused
+        print(
+            f"thoughtline: cannot use Redis at {url}: {type(error).__name__}: {_one_line(error)}",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -1,5 +1,2 @@
-"""The body readers: one module per provider format, pure functions from a response body's
-bytes to a `Record` (no I/O); `thoughtline.registry` names each format's reader. The shared
-pieces are `compose` (decoding, the turn, the record), `inline_reasoning` with its `dialects`
-table, `function_calls` and `wire_values`.
-"""
+"""Inline reasoning in visible text (`inline_reasoning`) and its `dialects` table: the
+reasoning layer, which every reader's turn -> record step runs."""

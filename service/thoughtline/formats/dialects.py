@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, NamedTuple
 
-from thoughtline.record import DialectName
+from thoughtline.contract.record import DialectName
 
 DialectKind = Literal["tag", "token", "phrase"]
 

@@ -37,13 +37,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal, NamedTuple
 
+from thoughtline.contract.record import DialectName
 from thoughtline.formats.dialects import (
     DIALECTS,
     SUSPECTED_REASONING_OPENINGS,
     TOOL_CALL_MARKERS,
     Dialect,
 )
-from thoughtline.record import DialectName
 
 InlineCode = Literal[
     "inline_tag",

@@ -1,10 +1,11 @@
 """Pure: request bodies (`kind=request` entries) checked for reasoning sent back as ordinary
-text (docs/replay.md). No I/O, clocks or logging.
+text (docs/replay.md). No I/O, clocks or logging. The entries that check a payload and
+look its format up are `thoughtline.api.normalize_request` and `inspect_request`.
 
-    normalize_request(payload, format) a request body's record: replayed-reasoning detections
-    inspect_request(...)               the same, plus the history fingerprints for the store
+    inspect_request_body(body, row)    a request body's record (replayed-reasoning detections)
+                                       and the history fingerprints for the store
     thinking_fingerprints(record)      what a later request is checked against
-    is_reasoning_only / reasoning_only_loop   the loop backstop's rule
+    is_reasoning_only / reasoning_only_loop   the loop backstop's rule (handed the row)
 
 `readers` reads each format's request body; `fingerprints` hashes lines of thinking (never
 the text itself); `conversation` holds the per-conversation rules. The Redis side
@@ -12,7 +13,6 @@ the text itself); `conversation` holds the per-conversation rules. The Redis sid
 `thoughtline.worker.conversations`.
 """
 
-from thoughtline.format_detection import detect_request_format
 from thoughtline.inspection.conversation import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     conversation_id,
@@ -21,17 +21,15 @@ from thoughtline.inspection.conversation import (
     thinking_fingerprints,
 )
 from thoughtline.inspection.fingerprints import HistoryFingerprint, repeated_reasoning
-from thoughtline.inspection.request import RequestInspection, inspect_request, normalize_request
+from thoughtline.inspection.request import RequestInspection, inspect_request_body
 
 __all__ = [
     "DEFAULT_REASONING_ONLY_LOOP_LIMIT",
     "HistoryFingerprint",
     "RequestInspection",
     "conversation_id",
-    "detect_request_format",
-    "inspect_request",
+    "inspect_request_body",
     "is_reasoning_only",
-    "normalize_request",
     "reasoning_only_loop",
     "repeated_reasoning",
     "thinking_fingerprints",

@@ -16,10 +16,11 @@ from typing import Final
 
 import msgspec
 
-from thoughtline.formats.compose import leaked
+from thoughtline.contract.record import Detection, Record
 from thoughtline.inspection.fingerprints import text_fingerprints
-from thoughtline.record import Detection, Record
+from thoughtline.reading.compose import leaked
 from thoughtline.replay.history import reasoning_paths
+from thoughtline.replay.parts import ReplayRow
 
 DEFAULT_REASONING_ONLY_LOOP_LIMIT: Final = 3
 """Two reasoning-only turns in a row happen (a retry after a length cut); three is a loop."""
@@ -45,12 +46,14 @@ def thinking_fingerprints(record: Record) -> list[str]:
     return text_fingerprints(record.thinking) if record.thinking else []
 
 
-def is_reasoning_only(record: Record) -> bool:
+def is_reasoning_only(record: Record, row: ReplayRow) -> bool:
+    """A turn that reasoned and said nothing (`row`: the record's format's, for where its
+    opaque reasoning sits)."""
     if record.content.strip() or record.tool_calls:
         return False
     if record.thinking is not None or (record.usage.reasoning_tokens or 0) > 0:
         return True
-    return bool(reasoning_paths(record))
+    return bool(reasoning_paths(record, row))
 
 
 def reasoning_only_loop(

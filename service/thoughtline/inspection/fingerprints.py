@@ -24,8 +24,9 @@ from typing import Final
 
 import msgspec
 
-from thoughtline.formats.compose import REASONING_IN_CONTENT_MIN_CHARS, leaked
-from thoughtline.record import Detection
+from thoughtline.contract.record import Detection
+from thoughtline.reading.compose import leaked
+from thoughtline.reading.turn import REASONING_IN_CONTENT_MIN_CHARS
 
 MIN_SEGMENT_CHARS: Final = REASONING_IN_CONTENT_MIN_CHARS
 """The same floor as the `reasoning_in_content` detection: shorter lines match by chance."""

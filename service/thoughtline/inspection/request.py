@@ -17,14 +17,13 @@ reasoning back to the model as ordinary text (`leaked_thought` / `replayed_reaso
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import msgspec
 
-from thoughtline import registry
-from thoughtline.format_detection import detect_request_format
+from thoughtline.contract.record import Detection, FormatName, Record
 from thoughtline.formats import inline_reasoning
-from thoughtline.formats.compose import EMPTY_META, decode, leaked
 from thoughtline.inspection.fingerprints import (
     MIN_SHARE,
     HistoryFingerprint,
@@ -33,8 +32,7 @@ from thoughtline.inspection.fingerprints import (
     text_segments,
 )
 from thoughtline.inspection.readers import RequestReading
-from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_payload
-from thoughtline.record import Detection, FormatName, Record
+from thoughtline.reading.compose import EMPTY_META, leaked
 
 
 class RequestInspection(msgspec.Struct):
@@ -44,46 +42,34 @@ class RequestInspection(msgspec.Struct):
     history_fingerprints: list[HistoryFingerprint]
 
 
-def normalize_request(
-    payload: bytes | str,
-    format: str | None = None,
-    *,
-    record_id: str | None = None,
-    meta: bytes | str | None = None,
-    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
-) -> Record:
-    """The record of one request body: content "", detections of replayed reasoning."""
-    return inspect_request(
-        payload, format, record_id=record_id, meta=meta, max_payload_bytes=max_payload_bytes
-    ).record
+class RequestRow(Protocol):
+    """What request inspection needs of a provider row."""
+
+    @property
+    def name(self) -> FormatName: ...
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def read_request(self) -> Callable[[dict[str, Any]], RequestReading]: ...
 
 
-def inspect_request(
-    payload: bytes | str,
-    format: str | None = None,
-    *,
-    record_id: str | None = None,
-    meta: bytes | str | None = None,
-    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+def inspect_request_body(
+    body: dict[str, Any], row: RequestRow, *, record_id: str | None, meta: msgspec.Raw | None
 ) -> RequestInspection:
-    """`normalize_request`, plus the fingerprints of the history's assistant texts."""
-    checked = check_payload(
-        payload, format, meta=meta, max_payload_bytes=max_payload_bytes, what="request"
-    )
-    body = decode(checked.body, dict[str, Any], "request")
-    chosen = format if format is not None else detect_request_format(body)
-    row = registry.format_named(chosen)
+    """A request body's record (content "", detections of replayed reasoning) and the
+    fingerprints of its history's texts, read by `row`'s request reader."""
     reading = row.read_request(body)
     detections = [*reading.detections, *_inline_detections(reading), *_in_request_repeats(reading)]
-    meta_raw = checked.meta
     record = Record(
         id=record_id or "",
         kind="request",
-        format=cast(FormatName, chosen),  # checked, or detected
+        format=row.name,
         provider=row.provider,
         model=body.get("model") if isinstance(body.get("model"), str) else None,
         detections=_distinct(detections),
-        meta=meta_raw if meta_raw is not None else EMPTY_META,
+        meta=meta if meta is not None else EMPTY_META,
     )
     return RequestInspection(record, history_fingerprints(reading))
 

@@ -28,7 +28,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from thoughtline.errors import EmptyHistoryError, ReplayError, UnsupportedPartError
+from thoughtline.contract.errors import EmptyHistoryError, ReplayError, UnsupportedPartError
 from thoughtline.replay.tool_calls import CallTracker
 
 ConversionTarget = Literal["openai_chat", "openai_responses"]

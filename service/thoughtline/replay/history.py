@@ -24,17 +24,18 @@ from collections.abc import Iterable
 
 import msgspec
 
-from thoughtline import registry
-from thoughtline.errors import ReplayError
+from thoughtline.contract.errors import ReplayError
+from thoughtline.contract.record import KNOWN_FORMATS, Record
 from thoughtline.formats.inline_reasoning import REASONING_IN_TEXT_CODES
-from thoughtline.record import KNOWN_FORMATS, Record
 from thoughtline.replay import rebuild
 from thoughtline.replay.messages import native_message, read_message
 from thoughtline.replay.parts import (
     NoteReason,
     PartFormat,
     PartReading,
+    ReplayRow,
     ReplayRule,
+    Rows,
     carries_rebuildable,
     encode_raw,
     fields_of,
@@ -78,9 +79,11 @@ _Kept = tuple[int, msgspec.Raw, PartReading]
 
 
 def build_history(
-    records: Iterable[Record], to: str, *, preserve_reasoning: bool = False
+    records: Iterable[Record], to: str, rows: Rows, *, preserve_reasoning: bool = False
 ) -> History:
     """The assistant turns of `records` for a request in format `to`, with notes on every drop.
+
+    `rows`: each format's row by name (handed by the API).
 
     `preserve_reasoning`: a Chat-shaped record's `reasoning_content` (Ollama: `thinking`) goes
     back on every turn, not only on turns that called tools: for a request that asks the
@@ -92,7 +95,7 @@ def build_history(
     listed = list(records)
     for index, (record, tool_turn) in enumerate(zip(listed, tool_turns(listed), strict=True)):
         items, rules = _record_items(
-            record, index, to, history.notes, tool_turn, preserve_reasoning
+            record, index, rows, to, history.notes, tool_turn, preserve_reasoning
         )
         if items:
             history.turns.append(ReplayTurn(record.id, items, rules))
@@ -118,10 +121,10 @@ def tool_turns(records: list[Record]) -> list[bool]:
     return flags
 
 
-def encode_history(history: History) -> bytes:
+def encode_history(history: History, row: ReplayRow) -> bytes:
     """`{"format", <request field>: [...], "turns": [...], "notes": [...]}`; opaque parts keep
     their bytes. `turns` says, per record, which carry-back rules its items followed."""
-    field = registry.format_named(history.format).history_field
+    field = row.history_field
     turns = [{"record_id": turn.record_id, "rules": turn.rules} for turn in history.turns]
     return msgspec.json.encode(
         {"format": history.format, field: history.items(), "turns": turns, "notes": history.notes}
@@ -131,32 +134,35 @@ def encode_history(history: History) -> bytes:
 def _record_items(
     record: Record,
     record_index: int,
+    rows: Rows,
     target: str,
     notes: list[ReplayNote],
     tool_turn: bool,
     preserve: bool,
 ) -> tuple[list[msgspec.Raw], tuple[ReplayRule, ...]]:
     if record.format != target:
-        return _foreign_items(record, record_index, target, notes), ("rebuilt_from_content",)
-    if registry.format_named(target).message_shaped:
-        return _message_items(record, notes, tool_turn, preserve)
-    items, carried_state = _part_items(record, notes)
-    rule = _part_format(record.format).rule if carried_state else "answer_only"
+        foreign = _foreign_items(record, record_index, rows(record.format), rows(target), notes)
+        return foreign, ("rebuilt_from_content",)
+    row = rows(target)
+    if row.message_shaped:
+        return _message_items(record, row, notes, tool_turn, preserve)
+    items, carried_state = _part_items(record, row, notes)
+    rule = _part_format(row).rule if carried_state else "answer_only"
     return items, (rule,)
 
 
 def _foreign_items(
-    record: Record, record_index: int, target: str, notes: list[ReplayNote]
+    record: Record, record_index: int, own: ReplayRow, target: ReplayRow, notes: list[ReplayNote]
 ) -> list[msgspec.Raw]:
-    paths = reasoning_paths(record)
+    paths = reasoning_paths(record, own)
     if not paths and record.thinking is not None:
         paths = ["thinking"]
     notes.extend(ReplayNote(record.id, record.format, path, "foreign_reasoning") for path in paths)
-    if not registry.format_named(record.format).message_shaped:
+    if not own.message_shaped:
         notes.extend(
             _note(record, index, "unsupported_part")
             for index, raw in enumerate(record.replay_parts)
-            if not carries_rebuildable(record.format, raw)
+            if not carries_rebuildable(own.replay_parts, raw)
         )
     ids, assigned = rebuild.call_ids(record, record_index, target)
     notes.extend(
@@ -166,9 +172,10 @@ def _foreign_items(
     return [msgspec.Raw(item) for item in rebuild.rebuilt_items(record, target, ids)]
 
 
-def reasoning_paths(record: Record) -> list[str]:
-    """Where a record's native reasoning (text or opaque) sits inside its replay parts."""
-    if registry.format_named(record.format).message_shaped:
+def reasoning_paths(record: Record, row: ReplayRow) -> list[str]:
+    """Where a record's native reasoning (text or opaque) sits inside its replay parts (`row`:
+    the record's format's)."""
+    if row.message_shaped:
         return [
             f"replay_parts[{index}]{suffix}"
             for index, raw in enumerate(record.replay_parts)
@@ -176,22 +183,22 @@ def reasoning_paths(record: Record) -> list[str]:
         ]
     paths = []
     for index, raw in enumerate(record.replay_parts):
-        reading = read_part(record.format, raw)
+        reading = read_part(row.replay_parts, raw)
         if reading.kind in ("opaque", "dropped"):
             paths.append(f"replay_parts[{index}]")
-        elif reading.signed:
-            paths.append(f"replay_parts[{index}].thoughtSignature")
+        elif reading.signed and row.replay_parts is not None:
+            paths.append(f"replay_parts[{index}].{row.replay_parts.signature_field}")
     return paths
 
 
 def _message_items(
-    record: Record, notes: list[ReplayNote], tool_turn: bool, preserve: bool
+    record: Record, row: ReplayRow, notes: list[ReplayNote], tool_turn: bool, preserve: bool
 ) -> tuple[list[msgspec.Raw], tuple[ReplayRule, ...]]:
     tool_calls: list[msgspec.Raw] = []
     carried: dict[str, msgspec.Raw] = {}
     rules: list[ReplayRule] = []
     for index, raw in enumerate(record.replay_parts):
-        reading = read_message(raw, record.format, tool_turn=tool_turn, preserve=preserve)
+        reading = read_message(raw, row.tool_turn_reasoning, tool_turn=tool_turn, preserve=preserve)
         tool_calls.extend(reading.tool_calls)
         carried.update(reading.carried)
         rules.extend(rule for rule in reading.rules if rule not in rules)
@@ -207,19 +214,21 @@ def _message_items(
     return [msgspec.Raw(message)], tuple(rules) or ("answer_only",)
 
 
-def _part_items(record: Record, notes: list[ReplayNote]) -> tuple[list[msgspec.Raw], bool]:
+def _part_items(
+    record: Record, row: ReplayRow, notes: list[ReplayNote]
+) -> tuple[list[msgspec.Raw], bool]:
     """The record's kept parts as turn items, and whether reasoning state is among them."""
-    spec = _part_format(record.format)
+    spec = _part_format(row)
     kept: list[_Kept] = []
     for index, raw in enumerate(record.replay_parts):
-        reading = read_part(record.format, raw)
+        reading = read_part(spec, raw)
         if reading.kind == "dropped":
             notes.append(_note(record, index, reading.reason or "reasoning_text"))
         else:
             kept.append((index, raw, reading))
     if _has_inline_reasoning(record):
-        kept = _rewrite_visible(record, kept, notes)
-    if record.format == "openai_responses":
+        kept = _rewrite_visible(record, spec, kept, notes)
+    if spec.reasoning_needs_following_item:
         kept = _drop_trailing_reasoning(record, kept, notes)
     parts = [raw for _, raw, _ in kept]
     carried_state = any(reading.kind == "opaque" or reading.signed for _, _, reading in kept)
@@ -228,13 +237,15 @@ def _part_items(record: Record, notes: list[ReplayNote]) -> tuple[list[msgspec.R
     return [encode_raw({"role": spec.assistant_role, spec.parts_field: parts})], carried_state
 
 
-def _rewrite_visible(record: Record, kept: list[_Kept], notes: list[ReplayNote]) -> list[_Kept]:
+def _rewrite_visible(
+    record: Record, spec: PartFormat, kept: list[_Kept], notes: list[ReplayNote]
+) -> list[_Kept]:
     """Inline reasoning was cut out of the visible text: the record's content replaces it.
 
     The first visible part carries the whole content (a tag may have spanned parts); the others
     keep only what is not text (a Gemini signature), or go.
     """
-    rewrite = _part_format(record.format).rewrite_visible
+    rewrite = spec.rewrite_visible
     result: list[_Kept] = []
     remaining_text = record.content
     for index, raw, reading in kept:
@@ -253,7 +264,7 @@ def _rewrite_visible(record: Record, kept: list[_Kept], notes: list[ReplayNote])
 def _drop_trailing_reasoning(
     record: Record, kept: list[_Kept], notes: list[ReplayNote]
 ) -> list[_Kept]:
-    """A Responses reasoning item is only accepted with the item it led to after it."""
+    """A reasoning item only accepted with the item it led to after it (Responses')."""
     last_answer = max(
         (position for position, (_, _, reading) in enumerate(kept) if reading.kind != "opaque"),
         default=-1,
@@ -271,7 +282,7 @@ def _note(record: Record, index: int, reason: NoteReason) -> ReplayNote:
     return ReplayNote(record.id, record.format, f"replay_parts[{index}]", reason)
 
 
-def _part_format(format_name: str) -> PartFormat:
-    part_format = registry.format_named(format_name).replay_parts
+def _part_format(row: ReplayRow) -> PartFormat:
+    part_format = row.replay_parts
     assert part_format is not None  # message-shaped formats take the other branch
     return part_format

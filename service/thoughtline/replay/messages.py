@@ -21,8 +21,7 @@ from typing import Final
 
 import msgspec
 
-from thoughtline import registry
-from thoughtline.record import Record
+from thoughtline.contract.record import Record
 from thoughtline.replay.parts import Fields, NoteReason, ReplayRule, fields_of, value_of
 
 _REASONING_TEXT_FIELDS: Final = ("reasoning_content", "reasoning", "thinking")
@@ -42,12 +41,17 @@ class MessageReading(msgspec.Struct, frozen=True):
 
 
 def read_message(
-    raw: msgspec.Raw, format_name: str = "", *, tool_turn: bool = False, preserve: bool = False
+    raw: msgspec.Raw,
+    tool_turn_reasoning: str | None = None,
+    *,
+    tool_turn: bool = False,
+    preserve: bool = False,
 ) -> MessageReading:
     """The message's tool calls, and its reasoning fields: carried back or dropped.
 
-    Without a `format_name` nothing is carried (every reasoning field reads as dropped: where
-    the record's reasoning sits, for a history of another format).
+    `tool_turn_reasoning`: the reasoning field the record's format asks back within a turn
+    that called tools (its row's); without one nothing is carried (every reasoning field reads
+    as dropped: where the record's reasoning sits, for a history of another format).
     """
     fields = fields_of(raw) or {}
     carried: dict[str, msgspec.Raw] = {}
@@ -55,9 +59,6 @@ def read_message(
     dropped: list[tuple[str, NoteReason]] = []
     details = value_of(fields, _OPAQUE_REASONING_FIELD)
     has_opaque = isinstance(details, list) and bool(details)
-    tool_turn_reasoning = (
-        registry.format_named(format_name).tool_turn_reasoning if format_name else None
-    )
     if has_opaque and tool_turn_reasoning is not None:
         carried[_OPAQUE_REASONING_FIELD] = fields[_OPAQUE_REASONING_FIELD]
         rules.append("reasoning_details")

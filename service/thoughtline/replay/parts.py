@@ -15,7 +15,9 @@ A part is one of four kinds:
 - `other`: everything else (tool calls, built-in tool items, unknown parts) goes back verbatim:
   the provider produced it, and dropping data silently is worse than a loud provider error.
 
-Chat-shaped formats (OpenAI Chat, Mistral, Ollama) have one message as their only part; see
+Each part-list format writes its `PartFormat` (how it reads a part, rewrites visible text,
+wraps kept parts) in its provider folder (`providers/<format>/replay.py`). Chat-shaped
+formats (OpenAI Chat, Mistral, Ollama) have one message as their only part; see
 `messages.py`.
 """
 
@@ -23,11 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
-from thoughtline import registry
+from thoughtline.contract.record import ToolCall
 
 PartKind = Literal["visible", "opaque", "dropped", "other"]
 NoteReason = Literal[
@@ -96,78 +98,7 @@ def encode_raw(value: Any) -> msgspec.Raw:
     return msgspec.Raw(msgspec.json.encode(value))
 
 
-def _read_gemini(fields: Fields) -> PartReading:
-    thought = value_of(fields, "thought")
-    text = value_of(fields, "text")
-    if "thoughtSignature" in fields:
-        if thought is True:
-            return OPAQUE
-        if isinstance(text, str):
-            return PartReading("visible", text, signed=True)
-        return PartReading("other", signed=True)
-    if thought is True:
-        # A thought that also carries a call keeps the call; pure reasoning text goes nowhere.
-        if set(fields) <= {"text", "thought"}:
-            return PartReading("dropped", reason="reasoning_text")
-        return OTHER
-    return PartReading("visible", text) if isinstance(text, str) else OTHER
-
-
-def _read_anthropic(fields: Fields) -> PartReading:
-    block_type = value_of(fields, "type")
-    if block_type == "thinking":
-        signature = value_of(fields, "signature")
-        if isinstance(signature, str) and signature:
-            return OPAQUE
-        return PartReading("dropped", reason="missing_signature")
-    if block_type == "redacted_thinking":
-        return OPAQUE
-    text = value_of(fields, "text")
-    if block_type == "text" and isinstance(text, str):
-        return PartReading("visible", text)
-    return OTHER
-
-
-def _read_bedrock(fields: Fields) -> PartReading:
-    if "reasoningContent" in fields:
-        reasoning = value_of(fields, "reasoningContent")
-        if not isinstance(reasoning, dict):
-            return OTHER
-        if reasoning.get("redactedContent") is not None:
-            return OPAQUE
-        reasoning_text = reasoning.get("reasoningText")
-        if isinstance(reasoning_text, dict) and reasoning_text.get("signature"):
-            return OPAQUE
-        return PartReading("dropped", reason="reasoning_text")
-    text = value_of(fields, "text")
-    return PartReading("visible", text) if isinstance(text, str) else OTHER
-
-
-def _read_responses(fields: Fields) -> PartReading:
-    item_type = value_of(fields, "type")
-    if item_type == "reasoning":
-        has_id = isinstance(value_of(fields, "id"), str)
-        if has_id or isinstance(value_of(fields, "encrypted_content"), str):
-            return OPAQUE
-        return PartReading("dropped", reason="missing_signature")
-    if item_type == "message":
-        return PartReading("visible", "".join(_message_item_texts(value_of(fields, "content"))))
-    return OTHER
-
-
-def _message_item_texts(content: Any) -> list[str]:
-    """`output_text` texts and `refusal`s, as the Responses normalizer reads them."""
-    texts: list[str] = []
-    for part in content if isinstance(content, list) else []:
-        if not isinstance(part, dict):
-            continue
-        value = part.get("text") if part.get("type") == "output_text" else part.get("refusal")
-        if part.get("type") in ("output_text", "refusal") and isinstance(value, str):
-            texts.append(value)
-    return texts
-
-
-def _rewrite_text_field(droppable: frozenset[str]) -> Callable[[Fields, str], Fields | None]:
+def rewrite_text_field(droppable: frozenset[str]) -> Callable[[Fields, str], Fields | None]:
     """A rewrite that replaces `text`, dropping the part when nothing else would remain."""
 
     def rewrite(fields: Fields, text: str) -> Fields | None:
@@ -176,13 +107,6 @@ def _rewrite_text_field(droppable: frozenset[str]) -> Callable[[Fields, str], Fi
         return {**fields, "text": encode_raw(text)}
 
     return rewrite
-
-
-def _rewrite_message_item(fields: Fields, text: str) -> Fields | None:
-    if not text:
-        return None
-    content = [{"type": "output_text", "annotations": [], "text": text}]
-    return {**fields, "content": encode_raw(content)}
 
 
 @dataclass(frozen=True)
@@ -198,66 +122,65 @@ class PartFormat:
     is_call: Callable[[Fields], bool]
     """A client tool call (or its result): rebuilt in another format from `tool_calls`."""
     parts_field: str = "content"
+    signature_field: str | None = None
+    """The field a `signed` part carries its opaque state in (Gemini's `thoughtSignature`)."""
+    reasoning_needs_following_item: bool = False
+    """A trailing reasoning item goes nowhere: the provider only accepts one with the item it
+    led to after it (Responses)."""
 
 
-def _has_field(*names: str) -> Callable[[Fields], bool]:
+def has_field(*names: str) -> Callable[[Fields], bool]:
     return lambda fields: any(name in fields for name in names)
 
 
-def _typed(type_name: str) -> Callable[[Fields], bool]:
+def typed(type_name: str) -> Callable[[Fields], bool]:
     return lambda fields: value_of(fields, "type") == type_name
 
 
-GEMINI_PARTS: Final[PartFormat] = PartFormat(
-    _read_gemini,
-    _rewrite_text_field(frozenset({"text", "thought"})),
-    assistant_role="model",
-    rule="thought_signatures",
-    is_call=_has_field("functionCall", "functionResponse"),
-    parts_field="parts",
-)
-ANTHROPIC_BLOCKS: Final[PartFormat] = PartFormat(
-    _read_anthropic,
-    _rewrite_text_field(frozenset({"type", "text", "citations"})),
-    assistant_role="assistant",
-    rule="signed_thinking",
-    is_call=_typed("tool_use"),
-)
-BEDROCK_BLOCKS: Final[PartFormat] = PartFormat(
-    _read_bedrock,
-    _rewrite_text_field(frozenset({"text"})),
-    assistant_role="assistant",
-    rule="signed_thinking",
-    is_call=_has_field("toolUse"),
-)
-RESPONSES_ITEMS: Final[PartFormat] = PartFormat(
-    _read_responses,
-    _rewrite_message_item,
-    assistant_role=None,
-    rule="reasoning_items",
-    is_call=_typed("function_call"),
-)
-"""The part-list formats' readers (the registry names each format's); the Chat-shaped
-formats are in `messages.py`."""
-
-
-def carries_rebuildable(format_name: str, raw: msgspec.Raw) -> bool:
+def carries_rebuildable(part_format: PartFormat | None, raw: msgspec.Raw) -> bool:
     """Whether a part's meaning survives a rebuild from `content` and `tool_calls`: visible
     text, a client tool call, or reasoning (noted apart). Anything else (media, code, a
     server-side tool item) has no place in another format's history."""
-    reading = read_part(format_name, raw)
+    reading = read_part(part_format, raw)
     if reading.kind != "other":
         return True
-    part_format = registry.format_named(format_name).replay_parts
     fields = fields_of(raw)
     return part_format is not None and fields is not None and part_format.is_call(fields)
 
 
-def read_part(format_name: str, raw: msgspec.Raw) -> PartReading:
+def read_part(part_format: PartFormat | None, raw: msgspec.Raw) -> PartReading:
+    """What one replay part is, read by its format's `PartFormat` (None: Chat-shaped)."""
     fields = fields_of(raw)
-    if fields is None:
-        return OTHER
-    part_format = registry.format_named(format_name).replay_parts
-    if part_format is None:
+    if fields is None or part_format is None:
         return OTHER
     return part_format.read(fields)
+
+
+TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
+"""(content, tool calls, their ids) -> the target's turn items as JSON-ready values."""
+
+
+class ReplayRow(Protocol):
+    """What replay needs of a provider row (the API hands the engine a lookup of rows)."""
+
+    @property
+    def replay_parts(self) -> PartFormat | None: ...
+
+    @property
+    def history_field(self) -> str: ...
+
+    @property
+    def tool_call_ids(self) -> bool: ...
+
+    @property
+    def tool_turn_reasoning(self) -> str | None: ...
+
+    @property
+    def message_shaped(self) -> bool: ...
+
+    @property
+    def rebuild_turn(self) -> TurnBuilder: ...
+
+
+Rows = Callable[[str], ReplayRow]
+"""A format's row by its name (the records of one history may be of several formats)."""

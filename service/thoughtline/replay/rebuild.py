@@ -5,32 +5,32 @@ that issued it, and reasoning text pasted into another provider's history is exa
 this package exists to prevent. So a foreign record contributes its visible answer and its
 tool calls, and the history's notes say what reasoning was left behind.
 
-Targets that pair a tool result with its call by id (all but Gemini and Ollama) get an id for a
-call the provider gave none: `call_<record index>_<call index>`, reported as
-`tool_call_id_assigned` so the caller can answer the call under that id.
+Each format's turn builder (`rebuild_turn` of its row) is in its provider folder
+(`providers/<format>/replay.py`). Targets that pair a tool result with its call by id (all
+but Gemini and Ollama) get an id for a call the provider gave none:
+`call_<record index>_<call index>`, reported as `tool_call_id_assigned` so the caller can
+answer the call under that id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from thoughtline import registry
-from thoughtline.errors import ReplayError
-from thoughtline.record import Record, ToolCall
-
-TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
-"""(content, tool calls, their ids) -> the target's turn items as JSON-ready values."""
+from thoughtline.contract.errors import ReplayError
+from thoughtline.contract.record import Record, ToolCall
+from thoughtline.replay.parts import ReplayRow
 
 
-def call_ids(record: Record, record_index: int, target: str) -> tuple[list[str | None], list[int]]:
+def call_ids(
+    record: Record, record_index: int, target: ReplayRow
+) -> tuple[list[str | None], list[int]]:
     """The id each call goes back with, and the indexes of calls that got an assigned id."""
     ids: list[str | None] = []
     assigned: list[int] = []
     for index, call in enumerate(record.tool_calls):
-        if call.id is None and registry.format_named(target).tool_call_ids:
+        if call.id is None and target.tool_call_ids:
             ids.append(f"call_{record_index}_{index}")
             assigned.append(index)
         else:
@@ -38,11 +38,11 @@ def call_ids(record: Record, record_index: int, target: str) -> tuple[list[str |
     return ids, assigned
 
 
-def rebuilt_items(record: Record, target: str, ids: list[str | None]) -> list[bytes]:
+def rebuilt_items(record: Record, target: ReplayRow, ids: list[str | None]) -> list[bytes]:
     """The target's items for this record, encoded; empty when there is nothing to send."""
     if not record.content and not record.tool_calls:
         return []
-    items = registry.format_named(target).rebuild_turn(record.content, record.tool_calls, ids)
+    items = target.rebuild_turn(record.content, record.tool_calls, ids)
     return [msgspec.json.encode(item) for item in items]
 
 
@@ -61,74 +61,3 @@ def arguments_string(call: ToolCall) -> str:
     if isinstance(call.arguments, str):
         return call.arguments
     return msgspec.json.encode(call.arguments).decode()
-
-
-def gemini_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
-    parts: list[dict[str, Any]] = [{"text": content}] if content else []
-    for call, call_id in zip(calls, ids, strict=True):
-        function_call: dict[str, Any] = {"name": call.name, "args": arguments_object(call)}
-        if call_id is not None:
-            function_call["id"] = call_id
-        parts.append({"functionCall": function_call})
-    return [{"role": "model", "parts": parts}]
-
-
-def anthropic_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
-    blocks.extend(
-        {"type": "tool_use", "id": call_id, "name": call.name, "input": arguments_object(call)}
-        for call, call_id in zip(calls, ids, strict=True)
-    )
-    return [{"role": "assistant", "content": blocks}]
-
-
-def bedrock_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
-    blocks: list[dict[str, Any]] = [{"text": content}] if content else []
-    blocks.extend(
-        {"toolUse": {"toolUseId": call_id, "name": call.name, "input": arguments_object(call)}}
-        for call, call_id in zip(calls, ids, strict=True)
-    )
-    return [{"role": "assistant", "content": blocks}]
-
-
-def chat_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content or None}
-    if calls:
-        message["tool_calls"] = [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": arguments_string(call)},
-            }
-            for call, call_id in zip(calls, ids, strict=True)
-        ]
-    return [message]
-
-
-def mistral_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
-    message = chat_turn(content, calls, ids)[0]
-    message["content"] = content
-    return [message]
-
-
-def ollama_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        message["tool_calls"] = [
-            {"function": {"name": call.name, "arguments": arguments_object(call)}} for call in calls
-        ]
-    return [message]
-
-
-def responses_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
-    items: list[dict[str, Any]] = [{"role": "assistant", "content": content}] if content else []
-    items.extend(
-        {
-            "type": "function_call",
-            "call_id": call_id,
-            "name": call.name,
-            "arguments": arguments_string(call),
-        }
-        for call, call_id in zip(calls, ids, strict=True)
-    )
-    return items

@@ -10,9 +10,9 @@ import json
 
 import msgspec
 
-from thoughtline.errors import ReplayError
-from thoughtline.record import Record
-from thoughtline.record import decode as decode_record
+from thoughtline.contract.errors import ReplayError
+from thoughtline.contract.record import Record
+from thoughtline.contract.record import decode as decode_record
 
 
 def read_records(data: bytes, source: str = "records") -> list[Record]:

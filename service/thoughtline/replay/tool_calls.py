@@ -8,7 +8,7 @@ error: sending it would strand a result the provider cannot place.
 
 from __future__ import annotations
 
-from thoughtline.errors import ReplayError
+from thoughtline.contract.errors import ReplayError
 
 
 class CallTracker:

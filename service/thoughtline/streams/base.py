@@ -14,8 +14,8 @@ from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 import msgspec
 
-from thoughtline.formats.compose import malformed, present
-from thoughtline.record import Detection
+from thoughtline.contract.record import Detection
+from thoughtline.reading.compose import malformed, present
 
 T = TypeVar("T")
 S = TypeVar("S")

@@ -50,12 +50,9 @@ from typing import Final, NamedTuple
 
 import msgspec
 
-from thoughtline.errors import NormalizeError
-from thoughtline.formats.compose import leaked, may_carry_thought_label
-from thoughtline.formats.dialects import DIALECTS, TOOL_CALL_MARKERS
-from thoughtline.formats.inline_reasoning import IncrementalExtractor
-from thoughtline.payload import meta_object, require_utf8
-from thoughtline.record import (
+from thoughtline.api import read_chunks
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import (
     KNOWN_FORMATS,
     Delta,
     DeltaText,
@@ -64,11 +61,15 @@ from thoughtline.record import (
     Revision,
     RevisionDirection,
 )
-from thoughtline.registry import FORMATS_BY_NAME
+from thoughtline.formats.dialects import DIALECTS, TOOL_CALL_MARKERS
+from thoughtline.formats.inline_reasoning import IncrementalExtractor
+from thoughtline.providers.registry import FORMATS_BY_NAME
+from thoughtline.reading.compose import leaked
+from thoughtline.reading.payload import meta_object, require_utf8
+from thoughtline.reading.turn import may_carry_thought_label
 from thoughtline.streams.base import Chunk, Piece
 from thoughtline.streams.framing import frame
 from thoughtline.streams.prompt_reasoning import opens_in_prompt
-from thoughtline.streams.reading import read_chunks
 
 __all__ = [
     "STATE_VERSION",

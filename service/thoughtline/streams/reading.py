@@ -1,58 +1,53 @@
 """Recorded streams -> the turn's record (the body its assembler rebuilt, read by the body
-reader) and one delta per chunk; see the package docstring for the whole path."""
+reader) and one delta per chunk; see the package docstring for the whole path. Handed the
+provider row by the API, which framed the stream and detected its format."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Protocol
 
 import msgspec
 
-from thoughtline.errors import NormalizeError, UnknownFormatError
-from thoughtline.format_detection import detect_stream_format
-from thoughtline.formats.compose import malformed, may_carry_thought_label
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import Delta, DeltaText, FormatName, Record, Usage
 from thoughtline.formats.inline_reasoning import extract_chunks
-from thoughtline.record import Delta, DeltaText, Record, Usage
-from thoughtline.registry import FORMATS_BY_NAME, same_stream_shape
-from thoughtline.streams.base import Assembly, Chunk, Piece
-from thoughtline.streams.framing import frame
+from thoughtline.reading.compose import malformed
+from thoughtline.reading.turn import may_carry_thought_label
+from thoughtline.streams.base import Assembler, Assembly, Chunk, Piece
 
-__all__ = ["read_chunks", "read_stream", "stream_deltas", "whole_body_delta"]
+__all__ = ["StreamRow", "read_chunks", "stream_deltas", "whole_body_delta"]
 
 _CUT_DETECTIONS: Final = frozenset({"usage_inconsistent", "usage_impossible"})
 """Detections about usage that a cut stream no longer reports."""
 
 
-def read_stream(
-    body: bytes,
-    format: str | None,
-    *,
-    record_id: str | None,
-    meta: msgspec.Raw | None,
-) -> tuple[Record, Assembly]:
-    framed = frame(body)
-    return read_chunks(framed.chunks, framed.done_marker, format, record_id=record_id, meta=meta)
+class StreamRow(Protocol):
+    """What the stream engine needs of a provider row."""
+
+    @property
+    def name(self) -> FormatName: ...
+
+    @property
+    def assemble_stream(self) -> Assembler: ...
+
+    def read_body(
+        self, payload: bytes, *, record_id: str | None, meta: msgspec.Raw | None
+    ) -> Record: ...
 
 
 def read_chunks(
     chunks: Sequence[Chunk],
     done_marker: bool,
-    format: str | None,
+    row: StreamRow,
     *,
+    recognised: bool,
     record_id: str | None,
     meta: msgspec.Raw | None,
 ) -> tuple[Record, Assembly]:
-    """`read_stream` of chunks already framed (a live stream's, collected one by one)."""
-    if not chunks:
-        raise NormalizeError("empty", "recorded stream holds no chunks")
-    recognised = True
-    if format is None:
-        chosen = _detect(chunks)
-    else:
-        chosen, recognised = _checked(format, chunks)
-    row = FORMATS_BY_NAME.get(chosen)
-    if row is None:
-        raise UnknownFormatError(f"recorded streams of format {chosen!r} are not supported yet")
+    """The record of a recorded stream's chunks, assembled and read by `row`'s code.
+    `recognised`: whether detection saw any chunk that is a stream event at all (else a
+    stream with no error event is refused: its record would be made up)."""
     assembly = row.assemble_stream(chunks, done_marker)
     invalid = sum(1 for found in assembly.detections if found.code == "invalid_chunk")
     if invalid == len(chunks):
@@ -60,44 +55,12 @@ def read_chunks(
     if not recognised and assembly.error_code is None:  # else an empty record, made up
         raise NormalizeError(
             "invalid_payload",
-            f"no chunk of the recorded stream is a stream event of format {chosen} (nor of "
+            f"no chunk of the recorded stream is a stream event of format {row.name} (nor of "
             "any known provider): the chunks are JSON of another shape",
         )
     record = row.read_body(assembly.body, record_id=record_id, meta=meta)
     _add_stream_facts(record, assembly, len(chunks))
     return record, assembly
-
-
-def _detect(chunks: Sequence[Chunk]) -> str:
-    try:
-        return detect_stream_format(chunks)
-    except UnknownFormatError:
-        if not any(_is_json(chunk.data) for chunk in chunks):
-            raise NormalizeError("not_json", "no chunk of the recorded stream is JSON") from None
-        raise
-
-
-def _checked(format: str, chunks: Sequence[Chunk]) -> tuple[str, bool]:
-    """The given format, unless the chunks clearly belong to another one (a clear error
-    rather than an empty record), and whether any chunk is recognisably a stream event at
-    all. Mistral and Chat chunks are one shape."""
-    try:
-        detected = detect_stream_format(chunks)
-    except UnknownFormatError:
-        return format, False
-    if not same_stream_shape(detected, format):
-        raise NormalizeError(
-            "invalid_payload", f"the recorded stream is {detected} chunks, not {format}"
-        )
-    return format, True
-
-
-def _is_json(data: bytes) -> bool:
-    try:
-        msgspec.json.decode(data, type=msgspec.Raw)
-    except (msgspec.DecodeError, RecursionError):
-        return False
-    return True
 
 
 def _add_stream_facts(record: Record, assembly: Assembly, chunk_count: int) -> None:

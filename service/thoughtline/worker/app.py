@@ -41,7 +41,7 @@ from faststream.redis.message import FAKE_CONSUMER, RedisBatchStreamMessage
 from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis import exceptions as redis_errors
 
-from thoughtline.errors import ThoughtlineError
+from thoughtline.contract.errors import ThoughtlineError
 from thoughtline.worker.batches import BatchHandler, cancel_until_done
 from thoughtline.worker.commit import Committer, GroupVanishedError
 from thoughtline.worker.connections import Broker, ClusterBroker, RedisClient, async_client
@@ -53,11 +53,12 @@ from thoughtline.worker.group import (
     group_state,
     remove_dead_consumers,
 )
-from thoughtline.worker.health import HealthServer, ReadinessProblems
+from thoughtline.worker.health import HealthServer
 from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.metrics import Metrics
+from thoughtline.worker.readiness import ReadinessProblems
 from thoughtline.worker.reclaim import Reclaimer
-from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff
+from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff, RefusedReads
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,9 @@ class Worker:
             live=self.live,
         )
         self.health = HealthServer(self.metrics, self._readiness, self._refresh_lag)
+        self.refused_reads = RefusedReads(
+            lambda problem: self.metrics.readiness.set("reads", problem)
+        )
         self.metrics_port: int | None = None
         self.exit_code = 0
         self.shutdown_timeout = GRACEFUL_TIMEOUT_SECONDS
@@ -302,6 +306,8 @@ class Worker:
             return True
 
         setattr(connection, "xgroup_create", create_group)  # noqa: B010 - mypy: a method
+        # A refused read (a read-only replica) waits and is reported, not retried at once.
+        setattr(connection, "xreadgroup", self.refused_reads.wrap(connection.xreadgroup))  # noqa: B010
 
     async def _remove_dead_consumers(self) -> None:
         """Every reclaim interval: drop the consumer names of workers that are gone."""

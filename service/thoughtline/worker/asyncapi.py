@@ -16,8 +16,8 @@ import msgspec
 from faststream.specification import AsyncAPI
 
 from thoughtline import __name__ as package_name
-from thoughtline.errors import NormalizeReason
-from thoughtline.record import Delta, Entry, LiveEntry, Record
+from thoughtline.contract.errors import NormalizeReason
+from thoughtline.contract.record import Delta, Entry, LiveEntry, Record
 from thoughtline.worker.app import Worker
 from thoughtline.worker.settings import Settings
 

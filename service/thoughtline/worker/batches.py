@@ -29,8 +29,8 @@ from typing import Final
 
 from redis import exceptions as redis_errors
 
+from thoughtline.contract.record import Detection
 from thoughtline.inspection import conversation_id
-from thoughtline.record import Detection
 from thoughtline.worker.commit import Committer, GroupVanishedError
 from thoughtline.worker.conversations import ConversationStore
 from thoughtline.worker.entries import FASTSTREAM_DATA_FIELD, DeliveredEntry, Outcome, process

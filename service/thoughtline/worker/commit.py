@@ -48,7 +48,7 @@ from thoughtline.worker.retry import (
 from thoughtline.worker.settings import Settings
 
 if TYPE_CHECKING:
-    from thoughtline.worker.health import ReadinessProblems
+    from thoughtline.worker.readiness import ReadinessProblems
 
 logger = logging.getLogger(__name__)
 

@@ -27,16 +27,16 @@ from typing import Final
 from redis.asyncio import Redis, RedisCluster
 from redis.typing import EncodableT, FieldT
 
+from thoughtline.api import is_reasoning_only
+from thoughtline.contract.record import Detection, Record
 from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
     RequestInspection,
     conversation_id,
-    is_reasoning_only,
     reasoning_only_loop,
     repeated_reasoning,
     thinking_fingerprints,
 )
-from thoughtline.record import Detection, Record
 from thoughtline.worker.settings import (
     DEFAULT_CONVERSATION_PREFIX,
     DEFAULT_CONVERSATION_TTL_SECONDS,

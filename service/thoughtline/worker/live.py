@@ -51,8 +51,8 @@ from typing import Final, NamedTuple, TypeVar, cast
 import msgspec
 from redis import exceptions as redis_errors
 
-from thoughtline.errors import NormalizeError
-from thoughtline.record import encode
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import encode
 from thoughtline.streams.live import (
     LiveChunk,
     LiveOrderError,

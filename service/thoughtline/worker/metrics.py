@@ -30,22 +30,32 @@ import collections
 import logging
 from typing import Final, get_args
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
 from prometheus_client.exposition import generate_latest
 
-from thoughtline.detection_codes import (
+from thoughtline.contract.detection_codes import (
     DIALECT_CODES,
     LEAKED_THOUGHT,
     MALFORMED_PART,
     NO_DIALECT,
     THOUGHT_DIALECT_CODES,
 )
-from thoughtline.errors import NormalizeReason
+from thoughtline.contract.errors import NormalizeReason
+from thoughtline.contract.record import KNOWN_FORMATS, Record
 from thoughtline.formats.dialects import DIALECT_NAMES
-from thoughtline.record import KNOWN_FORMATS, Record
-from thoughtline.worker.health import ReadinessProblems
+from thoughtline.worker.readiness import ReadinessProblems
 
 logger = logging.getLogger(__name__)
+
+# A `_created` series per counter and histogram (each child's creation time) would double what
+# /metrics serves for no dashboard's use. This module is imported by the worker's process only.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 UNKNOWN_FORMAT: Final = "unknown"
 OTHER: Final = "other"

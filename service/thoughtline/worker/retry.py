@@ -10,13 +10,21 @@ Three kinds of error, each decided here once:
 - Anything else is the caller's to decide (usually: a few retries, then raise).
 
 Every retry loop of the worker (the commit, the reclaimer, the group check at start, the
-conversation checks) waits with a `Backoff`: doubling from a first delay up to a longest one.
+conversation checks, the reader's refused reads) waits with a `Backoff`: doubling from a first
+delay up to a longest one.
+
+`XREADGROUP` is a write to Redis (it moves the group's cursor): a read-only replica refuses it
+like a commit. FastStream's reader would retry such a refusal at once, forever, logging each
+one; `RefusedReads` turns it into a wait with a `Backoff`, one WARNING line and a readiness
+problem that lasts until a read succeeds again.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Final
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
 
 from redis import exceptions as redis_errors
 
@@ -39,6 +47,11 @@ WRITE_REFUSALS: Final = (
 """Redis refusing a write for now (maxmemory, a replica during a failover, an ACL, a cluster
 resharding): retried, never turned into a dead letter."""
 _REFUSAL_CODES: Final = ("WRONGTYPE ", "OOM ", "READONLY ", "MISCONF ", "NOREPLICAS ", "BUSY ")
+
+_UNBLOCKED: Final = "UNBLOCKED "
+"""What a blocked XREADGROUP gets when its master is demoted under it (the next is READONLY)."""
+
+logger = logging.getLogger(__name__)
 
 
 def is_write_refusal(error: redis_errors.ResponseError) -> bool:
@@ -79,3 +92,52 @@ class Backoff:
         """Sleep the current delay (or `at_most`, if shorter), then double it."""
         await asyncio.sleep(self.delay if at_most is None else min(self.delay, at_most))
         self.grow()
+
+
+Read = Callable[..., Awaitable[Any]]
+
+
+class RefusedReads:
+    """Wraps the reader's `xreadgroup`: while Redis refuses it (`is_write_refusal`: a read-only
+    replica, maxmemory, an ACL), each read waits its `Backoff` delay and returns no entries,
+    `readiness` is told why (one line) and one WARNING says so; the first read that works
+    again clears the readiness problem and says so once."""
+
+    def __init__(
+        self, readiness: Callable[[str | None], None], backoff: Backoff | None = None
+    ) -> None:
+        self._readiness = readiness
+        self._backoff = backoff or Backoff()
+        self.refused = 0
+        """Reads refused so far (for tests)."""
+        self._refusing = False
+
+    def wrap(self, read: Read) -> Read:
+        async def refusal_aware_read(*arguments: Any, **options: Any) -> Any:
+            try:
+                response = await read(*arguments, **options)
+            except redis_errors.ResponseError as error:
+                if not (is_write_refusal(error) or str(error).startswith(_UNBLOCKED)):
+                    raise
+                await self._refused(error)
+                return []  # no entries this time: the reader asks again
+            self._worked()
+            return response
+
+        return refusal_aware_read
+
+    async def _refused(self, error: redis_errors.ResponseError) -> None:
+        self.refused += 1
+        reason = describe_refusal(error)
+        self._readiness(reason)
+        if not self._refusing:
+            self._refusing = True
+            logger.warning("the reader cannot read: %s; retrying with a backoff", reason)
+        await self._backoff.wait()
+
+    def _worked(self) -> None:
+        if self._refusing:
+            self._refusing = False
+            self._readiness(None)
+            logger.warning("the reader reads again: Redis accepts its reads")
+        self._backoff.reset()

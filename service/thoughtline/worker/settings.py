@@ -18,9 +18,9 @@ import pydantic
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from thoughtline.errors import ThoughtlineError
+from thoughtline.contract.errors import ThoughtlineError
 from thoughtline.inspection import DEFAULT_REASONING_ONLY_LOOP_LIMIT
-from thoughtline.payload import DEFAULT_MAX_PAYLOAD_BYTES
+from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
 
 ENV_PREFIX: Final = "THOUGHTLINE_"
 REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://")
@@ -35,6 +35,8 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 # Settings whose values may hold secrets: an error message names them but never repeats them.
 _SECRET_FIELDS: Final = frozenset({"redis_url"})
 _STREAM_FIELDS: Final = ("input_stream", "output_stream", "dead_stream", "deltas_stream")
+LIVE_SWEEP_LONGEST_WAIT_MS: Final = 1000
+"""The live sweep looks at idle streams at least this often (worker/live.py caps its interval)."""
 
 
 class SettingsError(ThoughtlineError):
@@ -137,6 +139,29 @@ class Settings(BaseSettings):
                     "the input, output, dead-letter and deltas streams must be distinct"
                 )
             seen[name] = field_name
+        return self
+
+    @model_validator(mode="after")
+    def _no_two_settings_contradict(self) -> Settings:
+        """Pairs of values that each pass alone but defeat each other: refused at start, in
+        one line naming both, rather than losing data later without a word."""
+        if self.live_ttl_seconds * 1000 < self.live_idle_ms + LIVE_SWEEP_LONGEST_WAIT_MS:
+            # A quiet stream's state would expire before the sweep closes it: its next chunk
+            # would find no state, and the stream would end with no record and no dead letter.
+            raise ValueError(
+                f"{env_name('live_ttl_seconds')}={self.live_ttl_seconds} is shorter than "
+                f"{env_name('live_idle_ms')}={self.live_idle_ms} plus the sweep's "
+                f"{LIVE_SWEEP_LONGEST_WAIT_MS} ms: a quiet live stream would lose its state "
+                "before it is closed; make the TTL longer or the idle time shorter"
+            )
+        if self.min_idle_ms <= self.block_ms:
+            # A reader waiting in its read looks idle for up to block_ms: its entries would be
+            # reclaimed and the worker taken for gone while it is there.
+            raise ValueError(
+                f"{env_name('min_idle_ms')}={self.min_idle_ms} is not above "
+                f"{env_name('block_ms')}={self.block_ms}: a worker waiting in a read would "
+                "look dead to the others; make MIN_IDLE_MS longer than BLOCK_MS"
+            )
         return self
 
     def stream_keys(self) -> tuple[str, str, str, str]:

@@ -1,0 +1,205 @@
+"""The front door: raw provider bytes in, one `Record` out (and, on request, one delta per
+stream chunk, a request body's record, a next-turn history). Pure: no I/O, clocks or logging.
+
+Every entry takes the same four steps, each once:
+
+    check   reading.payload.check_payload   size, empty, UTF-8, a known format, meta
+    frame   streams.framing                 one body, or a recorded stream's chunks
+    detect  providers.detection             the format (when the producer gave none)
+    row     providers.registry              that format's row, handed to the engine
+
+The engines below (`streams`, `replay`, `inspection`) are handed the row; none of them looks
+a format up. With a format given (the usual entry) the body reader reads the body at once:
+no body reader takes SSE, a JSON array or JSON lines (a test holds every reader to it), so
+only a payload it refuses is looked at as a recorded stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.record import Delta, Record
+from thoughtline.inspection import conversation
+from thoughtline.inspection import request as request_engine
+from thoughtline.inspection.request import RequestInspection
+from thoughtline.providers.detection import (
+    classify,
+    detect_request_format,
+    is_stream_event,
+    stream_format,
+)
+from thoughtline.providers.registry import format_named
+from thoughtline.reading.compose import decode
+from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES, CheckedPayload, check_payload
+from thoughtline.replay import history as history_engine
+from thoughtline.replay.history import History
+from thoughtline.streams import reading as stream_engine
+from thoughtline.streams.base import Assembly, Chunk
+from thoughtline.streams.framing import frame, holds_several_chunks
+from thoughtline.streams.reading import stream_deltas, whole_body_delta
+
+__all__ = [
+    "DEFAULT_MAX_PAYLOAD_BYTES",
+    "build_history",
+    "deltas",
+    "encode_history",
+    "inspect_request",
+    "is_reasoning_only",
+    "normalize",
+    "normalize_request",
+    "normalize_with_deltas",
+    "read_chunks",
+]
+
+
+def normalize(
+    payload: bytes | str,
+    format: str | None = None,
+    *,
+    record_id: str | None = None,
+    meta: bytes | str | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> Record:
+    """Normalize one raw provider response (or recorded stream) into a `Record`.
+
+    Raises `NormalizeError` (with a stable `reason`) for anything that cannot be normalized.
+    """
+    checked = check_payload(payload, format, meta=meta, max_payload_bytes=max_payload_bytes)
+    return _read(checked, record_id)[0]
+
+
+def normalize_with_deltas(
+    payload: bytes | str,
+    format: str | None = None,
+    *,
+    record_id: str | None = None,
+    meta: bytes | str | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> tuple[Record, list[Delta]]:
+    """The record and its deltas from one pass over the payload (what the worker publishes
+    for `deltas=1` entries); the same checks and errors as `normalize`. A non-streamed body
+    gives one final delta."""
+    checked = check_payload(payload, format, meta=meta, max_payload_bytes=max_payload_bytes)
+    record, assembly = _read(checked, record_id)
+    if assembly is None:
+        return record, [whole_body_delta(record, record_id)]
+    return record, stream_deltas(record, assembly.pieces, record_id or record.id)
+
+
+def deltas(
+    payload: bytes | str, format: str | None = None, *, record_id: str | None = None
+) -> list[Delta]:
+    """One normalized delta per raw chunk; a non-streamed body gives one final delta."""
+    return normalize_with_deltas(payload, format, record_id=record_id)[1]
+
+
+def read_chunks(
+    chunks: Sequence[Chunk],
+    done_marker: bool,
+    format: str | None,
+    *,
+    record_id: str | None,
+    meta: msgspec.Raw | None,
+) -> tuple[Record, Assembly]:
+    """The record of a stream's chunks, already framed (a recording's, or a live stream's
+    collected one by one): detect, then the row's assembler and body reader."""
+    if not chunks:
+        raise NormalizeError("empty", "recorded stream holds no chunks")
+    chosen, recognised = stream_format(chunks, format)
+    return stream_engine.read_chunks(
+        chunks,
+        done_marker,
+        format_named(chosen),
+        recognised=recognised,
+        record_id=record_id,
+        meta=meta,
+    )
+
+
+def normalize_request(
+    payload: bytes | str,
+    format: str | None = None,
+    *,
+    record_id: str | None = None,
+    meta: bytes | str | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> Record:
+    """The record of one request body: content "", detections of replayed reasoning."""
+    return inspect_request(
+        payload, format, record_id=record_id, meta=meta, max_payload_bytes=max_payload_bytes
+    ).record
+
+
+def inspect_request(
+    payload: bytes | str,
+    format: str | None = None,
+    *,
+    record_id: str | None = None,
+    meta: bytes | str | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> RequestInspection:
+    """`normalize_request`, plus the fingerprints of the history's assistant texts."""
+    checked = check_payload(
+        payload, format, meta=meta, max_payload_bytes=max_payload_bytes, what="request"
+    )
+    body = decode(checked.body, dict[str, Any], "request")
+    row = format_named(format if format is not None else detect_request_format(body))
+    return request_engine.inspect_request_body(body, row, record_id=record_id, meta=checked.meta)
+
+
+def build_history(
+    records: Iterable[Record], to: str, *, preserve_reasoning: bool = False
+) -> History:
+    """The next-turn assistant turns of `records` for format `to` (see `thoughtline.replay`)."""
+    return history_engine.build_history(
+        records, to, format_named, preserve_reasoning=preserve_reasoning
+    )
+
+
+def encode_history(history: History) -> bytes:
+    """The history as a JSON object keyed by its format's history field."""
+    return history_engine.encode_history(history, format_named(history.format))
+
+
+def is_reasoning_only(record: Record) -> bool:
+    """A turn that reasoned and said nothing: no content, no tool calls (the loop backstop's
+    rule; see `thoughtline.inspection.conversation`)."""
+    return conversation.is_reasoning_only(record, format_named(record.format))
+
+
+def _read(checked: CheckedPayload, record_id: str | None) -> tuple[Record, Assembly | None]:
+    """One body, read by its format's body reader; or a recorded stream (assembly given)."""
+    if checked.format is not None:  # the usual entry: one body, no look at its framing first
+        row = format_named(checked.format)
+        try:
+            return row.read_body(checked.body, record_id=record_id, meta=checked.meta), None
+        except NormalizeError as refusal:
+            if not _is_recorded_stream(checked.body, refusal):
+                raise
+        return _read_stream(checked, checked.format, record_id)
+    kind = classify(checked.body, None)
+    if kind.stream or kind.format is None:
+        return _read_stream(checked, kind.format, record_id)
+    row = format_named(kind.format)
+    return row.read_body(checked.body, record_id=record_id, meta=checked.meta), None
+
+
+def _is_recorded_stream(body: bytes, refusal: NormalizeError) -> bool:
+    """A payload its format's body reader refused is read as a recorded stream when it holds
+    several chunks, or when it is one stream event (a stream cut after its first event)."""
+    if holds_several_chunks(body):
+        return True
+    return refusal.reason == "invalid_payload" and is_stream_event(body)
+
+
+def _read_stream(
+    checked: CheckedPayload, format: str | None, record_id: str | None
+) -> tuple[Record, Assembly]:
+    framed = frame(checked.body)
+    return read_chunks(
+        framed.chunks, framed.done_marker, format, record_id=record_id, meta=checked.meta
+    )

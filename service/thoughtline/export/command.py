@@ -1,0 +1,81 @@
+"""`thoughtline export otlp`: wires the settings, Redis, the OTLP exporter and the consumer.
+
+Imported only when the command runs, so that `thoughtline --version` and every other
+command never load OpenTelemetry; without the `otel` extra the command says what to install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from typing import Final
+
+import redis
+
+from thoughtline.export.consumer import ExportSettings, OtlpExport
+from thoughtline.export.mapping import ContentSwitches
+
+EXIT_MISSING_EXTRA: Final = 2
+CONTENT_VARIABLE: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The variable OpenTelemetry's GenAI instrumentations read for content capture; `false`
+here turns content off as `--no-content` does."""
+
+logger = logging.getLogger(__name__)
+
+
+def switches_of(arguments: argparse.Namespace) -> ContentSwitches:
+    content_variable = os.environ.get(CONTENT_VARIABLE, "").strip().lower()
+    content = not arguments.no_content and content_variable not in ("false", "0", "no")
+    return ContentSwitches(
+        content=content,
+        thinking=not arguments.no_thinking,
+        opaque_parts=not arguments.no_opaque_parts,
+    )
+
+
+def run(arguments: argparse.Namespace, client: redis.Redis, stream: str) -> int:
+    try:
+        from thoughtline.export import otlp
+    except ImportError as error:
+        print(
+            f"thoughtline: export otlp needs OpenTelemetry ({error.name} is missing): "
+            "pip install 'thoughtline[otel]'",
+            file=sys.stderr,
+        )
+        return EXIT_MISSING_EXTRA
+    exporter = otlp.default_exporter()
+    export_batch = otlp.BatchSender(exporter, otlp.resource(), otlp.scope(_version()))
+    settings = ExportSettings(
+        group=arguments.group,
+        consumer=arguments.consumer or ExportSettings().consumer,
+        batch_size=arguments.batch_size,
+        min_idle_ms=arguments.min_idle_ms,
+        switches=switches_of(arguments),
+    )
+    export = OtlpExport(client, stream, export_batch, settings)
+    for signal_number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signal_number, lambda number, frame: export.stop())
+    logger.info(
+        "thoughtline export: %s in group %s as %s", stream, settings.group, settings.consumer
+    )
+    try:
+        counts = export.run()
+    finally:
+        exporter.shutdown()
+    logger.info(
+        "thoughtline export: stopped; %d exported, %d undecodable",
+        counts.exported,
+        counts.undecodable,
+    )
+    return 0
+
+
+def _version() -> str:
+    try:
+        return version("thoughtline")
+    except PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,20 @@
+"""The bedrock_converse row: the code that serves this format in each layer."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from thoughtline.providers.bedrock_converse import body, replay, request, shape, stream
+from thoughtline.providers.row import Format
+
+ROW: Final = Format(
+    name="bedrock_converse",
+    provider="amazon_bedrock",
+    body=body,
+    assemble_stream=stream.assemble,
+    start_stream=stream.start,
+    read_request=request.read_request,
+    rebuild_turn=replay.rebuild_turn,
+    replay_parts=replay.PARTS,
+    shape=shape.PROBES,
+)

@@ -1,0 +1,232 @@
+"""Which format a payload is, and whether it is one body or a recorded stream: for response
+bodies, for recorded streams (by their chunks) and for request bodies.
+
+Responses and streams: one decode of the top-level keys (`shape.Shape`; values are skipped,
+never decoded), then the rows' probes (each provider folder's `shape.py`) asked in registry
+order. Detection runs only when the producer gave no format: with a format, a compact
+one-line body goes straight to its reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final, NamedTuple
+
+import msgspec
+
+from thoughtline.contract.errors import NormalizeError, UnknownFormatError
+from thoughtline.contract.record import FormatName
+from thoughtline.providers.registry import FORMAT_ROWS, same_stream_shape
+from thoughtline.providers.shape import Shape
+from thoughtline.reading.compose import decode
+from thoughtline.streams.base import Chunk
+from thoughtline.streams.framing import holds_several_chunks
+
+
+class PayloadKind(NamedTuple):
+    """How a payload is read: as one body of `format`, or as a recorded stream (`format`
+    None: detected from its chunks)."""
+
+    stream: bool
+    format: str | None
+
+
+def classify(body: bytes, format: str | None) -> PayloadKind:
+    """One body or a recorded stream, and the format when it is known already."""
+    if holds_several_chunks(body):
+        return PayloadKind(stream=True, format=format)
+    if format is not None:
+        return PayloadKind(stream=False, format=format)
+    shape = decode(body, Shape, "payload")
+    if _is_stream_event(shape):  # a stream cut after its first event
+        return PayloadKind(stream=True, format=None)
+    return PayloadKind(stream=False, format=_body_format(shape, body))
+
+
+def detect_format(body: bytes) -> FormatName:
+    """The format of one non-streamed response body, from its top-level shape."""
+    shape = decode(body, Shape, "payload")
+    if _is_stream_event(shape):
+        raise UnknownFormatError("payload is a single stream event, not a response body")
+    return _body_format(shape, body)
+
+
+def looks_like_stream(body: bytes) -> bool:
+    """True for SSE text, a JSON array, JSON lines, or a lone stream-only event.
+
+    A pretty-printed single body has `{` alone on its first line: not a stream.
+    """
+    return holds_several_chunks(body) or (body.startswith(b"{") and is_stream_event(body))
+
+
+def is_stream_event(body: bytes) -> bool:
+    """True when a one-line JSON payload is a stream event, not a body."""
+    shape = _shape_or_none(body)
+    return shape is not None and _is_stream_event(shape)
+
+
+def _is_stream_event(shape: Shape) -> bool:
+    """Shapes only stream events have: a lone Gemini or Ollama chunk has its body's shape
+    and reads as a body."""
+    return any(row.shape.stream_event(shape) for row in FORMAT_ROWS)
+
+
+def _shape_or_none(data: bytes) -> Shape | None:
+    try:
+        return msgspec.json.decode(data, type=Shape)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+
+
+def _body_format(shape: Shape, body: bytes) -> FormatName:
+    for row in FORMAT_ROWS:
+        if row.shape.body(shape, body):
+            return row.name
+    for row in FORMAT_ROWS:
+        if row.shape.late_body(shape):
+            return row.name
+    raise UnknownFormatError(
+        "payload matches no known format (tried: Gemini `candidates`, Anthropic "
+        "`type: message`, Chat/Mistral `choices`, Responses `output` list, Bedrock "
+        "`output`+`stopReason`, Ollama `done`); pass the format explicitly"
+    )
+
+
+# --- recorded streams ----------------------------------------------------------------------
+
+
+def detect_stream_format(chunks: Sequence[Chunk]) -> FormatName:
+    """The format of the first chunk whose shape is conclusive (a format that shares that
+    format's stream shape, as Mistral shares Chat's, when it claims the chunks)."""
+    for chunk in chunks:
+        found = _from_event_name(chunk.event) or _from_chunk_shape(chunk.data)
+        if found is not None:
+            return _claimed_by_dialect(found, chunks)
+    raise UnknownFormatError(
+        "recorded stream matches no known format (tried: Gemini `candidates`, Anthropic "
+        "`message_start`/`content_block_*`, Chat/Mistral `choices`, Responses `response.*`, "
+        "Bedrock `contentBlockDelta`, Ollama `done`); pass the format explicitly"
+    )
+
+
+def _claimed_by_dialect(found: FormatName, chunks: Sequence[Chunk]) -> FormatName:
+    for row in FORMAT_ROWS:
+        if row.stream_family == found and row.shape.claims_stream(chunks):
+            return row.name
+    return found
+
+
+def stream_format(chunks: Sequence[Chunk], format: str | None) -> tuple[str, bool]:
+    """The format a recorded stream is read as, and whether any chunk is recognisably a
+    stream event at all. A given format stands unless the chunks clearly belong to another
+    one (a clear error rather than an empty record); Mistral and Chat chunks are one shape."""
+    if format is None:
+        try:
+            return detect_stream_format(chunks), True
+        except UnknownFormatError:
+            if not any(_is_json(chunk.data) for chunk in chunks):
+                raise NormalizeError(
+                    "not_json", "no chunk of the recorded stream is JSON"
+                ) from None
+            raise
+    try:
+        detected = detect_stream_format(chunks)
+    except UnknownFormatError:
+        return format, False
+    if not same_stream_shape(detected, format):
+        raise NormalizeError(
+            "invalid_payload", f"the recorded stream is {detected} chunks, not {format}"
+        )
+    return format, True
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        msgspec.json.decode(data, type=msgspec.Raw)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return True
+
+
+def _from_event_name(event: str | None) -> FormatName | None:
+    if event is None:
+        return None
+    return next((row.name for row in FORMAT_ROWS if row.shape.event_name(event)), None)
+
+
+def _from_chunk_shape(data: bytes) -> FormatName | None:
+    shape = _shape_or_none(data)
+    if shape is None:
+        return None
+    return next((row.name for row in FORMAT_ROWS if row.shape.chunk(shape)), None)
+
+
+# --- request bodies ------------------------------------------------------------------------
+
+_ANTHROPIC_BLOCK_TYPES: Final = frozenset(
+    {"thinking", "redacted_thinking", "tool_use", "tool_result", "document", "image"}
+)
+_BEDROCK_BLOCK_KEYS: Final = frozenset(
+    {"text", "toolUse", "toolResult", "reasoningContent", "image", "document"}
+)
+
+
+def detect_request_format(body: dict[str, Any]) -> FormatName:
+    """The format of a request body, from its top-level shape and its message blocks."""
+    if "contents" in body:
+        return "gemini"
+    if "input" in body:
+        return "openai_responses"
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise UnknownFormatError(
+            "request matches no known format (tried: Gemini `contents`, Responses `input`, "
+            "`messages` of Anthropic, Bedrock, Chat, Mistral, Ollama); pass the format"
+        )
+    blocks = [
+        block
+        for message in messages
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict)
+    ]
+    if any(isinstance(block.get("thinking"), list) for block in blocks):
+        return "mistral"  # a Mistral thinking chunk holds a list; Anthropic's a string
+    if any(block.get("type") in _ANTHROPIC_BLOCK_TYPES for block in blocks):
+        return "anthropic"
+    if any("type" not in block and set(block) & _BEDROCK_BLOCK_KEYS for block in blocks):
+        return "bedrock_converse"
+    if {"options", "think", "keep_alive"} & set(body):
+        return "ollama"
+    if "anthropic_version" in body or _anthropic_system(body.get("system")):
+        return "anthropic"
+    if _ANTHROPIC_REQUEST_KEYS & set(body) or _anthropic_tools(body):
+        return "anthropic"
+    return "openai_chat"
+
+
+_ANTHROPIC_REQUEST_KEYS: Final = frozenset({"mcp_servers", "output_config", "anthropic_beta"})
+_ANTHROPIC_TOOL_CHOICES: Final = frozenset({"auto", "any", "tool", "none"})
+
+
+def _anthropic_tools(body: dict[str, Any]) -> bool:
+    """Anthropic's tool shapes: a tool with no `function` object (`input_schema`, or a server
+    tool such as `web_search_20250305`), or a `tool_choice` object of Anthropic's types (Chat's
+    tools all wrap a `function`, its `tool_choice` is a string or names a function)."""
+    tools = body.get("tools")
+    if isinstance(tools, list) and any(
+        isinstance(tool, dict) and "function" not in tool and "name" in tool for tool in tools
+    ):
+        return True
+    choice = body.get("tool_choice")
+    return isinstance(choice, dict) and choice.get("type") in _ANTHROPIC_TOOL_CHOICES
+
+
+def _anthropic_system(system: Any) -> bool:
+    """A top-level `system` (Chat puts it in `messages`): a string, or a list of typed text
+    blocks (Bedrock's system blocks carry no `type`, and its messages were read before)."""
+    if isinstance(system, str):
+        return True
+    return isinstance(system, list) and any(
+        isinstance(block, dict) and block.get("type") == "text" for block in system
+    )

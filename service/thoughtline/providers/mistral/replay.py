@@ -1,0 +1,15 @@
+"""Mistral turns going back: the one message object; a turn rebuilt from another format's
+record (as Chat's, with `content` a string)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from thoughtline.contract.record import ToolCall
+from thoughtline.providers.openai_chat import replay as chat_replay
+
+
+def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+    message = chat_replay.rebuild_turn(content, calls, ids)[0]
+    message["content"] = content
+    return [message]

@@ -1,0 +1,23 @@
+"""How a Mistral body or stream is told apart from Chat's, whose shape it shares: the first
+choice's content is a list holding a chunk only Mistral sends (a `thinking` chunk, ...). A
+Mistral body without one reads as Chat, with the same result."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from thoughtline.providers.mistral.body import has_mistral_chunks
+from thoughtline.providers.shape import Probes, Shape, present
+from thoughtline.streams.base import Chunk
+
+
+def _body(shape: Shape, body: bytes) -> bool:
+    return present(shape.choices) and has_mistral_chunks(body)
+
+
+def _claims_stream(chunks: Sequence[Chunk]) -> bool:
+    return any(has_mistral_chunks(chunk.data) for chunk in chunks)
+
+
+PROBES: Final = Probes(body=_body, claims_stream=_claims_stream)

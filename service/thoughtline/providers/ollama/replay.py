@@ -1,0 +1,18 @@
+"""Ollama turns going back: the one message object; a turn rebuilt from another format's
+record (tool calls by name, arguments as an object)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from thoughtline.contract.record import ToolCall
+from thoughtline.replay.rebuild import arguments_object
+
+
+def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [
+            {"function": {"name": call.name, "arguments": arguments_object(call)}} for call in calls
+        ]
+    return [message]

@@ -1,0 +1,74 @@
+"""Responses turns going back: `reasoning` items (their `id`, `encrypted_content`) byte for
+byte, only before the item they led to; a turn rebuilt from another format's record."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from thoughtline.contract.record import ToolCall
+from thoughtline.replay.parts import (
+    OPAQUE,
+    OTHER,
+    Fields,
+    PartFormat,
+    PartReading,
+    encode_raw,
+    typed,
+    value_of,
+)
+from thoughtline.replay.rebuild import arguments_string
+
+
+def read_part(fields: Fields) -> PartReading:
+    item_type = value_of(fields, "type")
+    if item_type == "reasoning":
+        has_id = isinstance(value_of(fields, "id"), str)
+        if has_id or isinstance(value_of(fields, "encrypted_content"), str):
+            return OPAQUE
+        return PartReading("dropped", reason="missing_signature")
+    if item_type == "message":
+        return PartReading("visible", "".join(_message_item_texts(value_of(fields, "content"))))
+    return OTHER
+
+
+def _message_item_texts(content: Any) -> list[str]:
+    """`output_text` texts and `refusal`s, as the Responses normalizer reads them."""
+    texts: list[str] = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict):
+            continue
+        value = part.get("text") if part.get("type") == "output_text" else part.get("refusal")
+        if part.get("type") in ("output_text", "refusal") and isinstance(value, str):
+            texts.append(value)
+    return texts
+
+
+def _rewrite_message_item(fields: Fields, text: str) -> Fields | None:
+    if not text:
+        return None
+    content = [{"type": "output_text", "annotations": [], "text": text}]
+    return {**fields, "content": encode_raw(content)}
+
+
+PARTS: Final[PartFormat] = PartFormat(
+    read_part,
+    _rewrite_message_item,
+    assistant_role=None,
+    rule="reasoning_items",
+    is_call=typed("function_call"),
+    reasoning_needs_following_item=True,
+)
+
+
+def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:
+    items: list[dict[str, Any]] = [{"role": "assistant", "content": content}] if content else []
+    items.extend(
+        {
+            "type": "function_call",
+            "call_id": call_id,
+            "name": call.name,
+            "arguments": arguments_string(call),
+        }
+        for call, call_id in zip(calls, ids, strict=True)
+    )
+    return items

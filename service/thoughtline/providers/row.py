@@ -1,0 +1,67 @@
+"""The row type: one provider format and the code that serves it in each layer. Each provider
+folder writes its row (`row.py`); `registry.py` lists them in detection order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import msgspec
+
+from thoughtline.contract.record import FormatName, Record, ToolCall
+from thoughtline.inspection import readers
+from thoughtline.providers.shape import Probes
+from thoughtline.replay import parts
+from thoughtline.streams.base import Assembler, StreamRun
+
+RequestReader = Callable[[dict[str, Any]], readers.RequestReading]
+TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
+StreamStarter = Callable[[], StreamRun[Any]]
+"""A stream assembly to feed chunk by chunk (a live stream)."""
+
+
+class BodyModule(Protocol):
+    """A `formats/` module: `normalize` reads one non-streamed body of its format."""
+
+    def normalize(
+        self, payload: bytes, *, record_id: str | None = ..., meta: msgspec.Raw | None = ...
+    ) -> Record: ...
+
+
+@dataclass(frozen=True)
+class Format:
+    """One provider format and the code that serves it in each layer."""
+
+    name: FormatName
+    provider: str
+    body: BodyModule
+    """The body reader's module (`normalize` is looked up when called, so tests can swap it)."""
+    assemble_stream: Assembler
+    start_stream: StreamStarter
+    read_request: RequestReader
+    rebuild_turn: TurnBuilder
+    """An assistant turn of this format rebuilt from another format's record."""
+    replay_parts: parts.PartFormat | None
+    """How its replay parts go back; None: a Chat-shaped format (the one message object)."""
+    shape: Probes
+    """How detection tells its bodies and streams apart (its folder's `shape.py`)."""
+    history_field: str = "messages"
+    """The request-body field the next-turn history goes into."""
+    stream_family: FormatName | None = None
+    """The format whose stream chunks have this one's shape (Mistral's are Chat's)."""
+    tool_call_ids: bool = True
+    """Whether a tool result refers back to its call by id (Gemini and Ollama: by name)."""
+    tool_turn_reasoning: str | None = None
+    """Chat-shaped: the message's reasoning field its providers ask back within a turn that
+    called tools (and whether `reasoning_details` go back too: any format that has one)."""
+
+    def read_body(
+        self, payload: bytes, *, record_id: str | None, meta: msgspec.Raw | None
+    ) -> Record:
+        return self.body.normalize(payload, record_id=record_id, meta=meta)
+
+    @property
+    def message_shaped(self) -> bool:
+        """Chat-shaped formats keep one message object as the record's replay part."""
+        return self.replay_parts is None

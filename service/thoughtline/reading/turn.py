@@ -1,0 +1,182 @@
+"""The turn -> record step: the shared rules applied once for every format to the `Turn` its
+reader filled: inline extraction, the native + LF + inline combination, `tool_calls` as the
+finish reason of a normal stop with calls, and the cross-field detections (usage, reasoning
+repeated in content). It runs the inline extractor, so it stands above the reasoning layer.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Final, NamedTuple
+
+import msgspec
+
+from thoughtline.contract.record import Detection, FormatName, Record, Usage
+from thoughtline.formats import inline_reasoning
+from thoughtline.formats.dialects import THOUGHT_LABEL_MODELS
+from thoughtline.reading.compose import EMPTY_META, NO_USAGE, Turn, leaked, malformed
+
+REASONING_IN_CONTENT_MIN_CHARS: Final = 32
+"""Shorter reasoning ("OK", "Yes.") stands in answers by chance; no detection below this."""
+
+
+@functools.lru_cache(maxsize=256)
+def may_carry_thought_label(model: str | None) -> bool:
+    """Gemini and Gemma models may open their text with the bare label `thought` (a worker
+    sees few model names: the answer is remembered)."""
+    if model is None:
+        return False
+    lowered = model.lower()
+    return any(name in lowered for name in THOUGHT_LABEL_MODELS)
+
+
+class VisibleTextReading(NamedTuple):
+    """One visible text as inline extraction read it (what `thoughtline normalize --explain`
+    shows)."""
+
+    path: str
+    text: str
+    extraction: inline_reasoning.InlineExtraction
+
+
+_EXPLAINED: ContextVar[list[VisibleTextReading] | None] = ContextVar("explained", default=None)
+
+
+@contextmanager
+def explaining() -> Iterator[list[VisibleTextReading]]:
+    """Within the block, every record built also leaves its visible-text reading in the list."""
+    readings: list[VisibleTextReading] = []
+    token = _EXPLAINED.set(readings)
+    try:
+        yield readings
+    finally:
+        _EXPLAINED.reset(token)
+
+
+def build_record(
+    turn: Turn,
+    *,
+    format: FormatName,
+    provider: str,
+    record_id: str | None,
+    meta: msgspec.Raw | None,
+) -> Record:
+    """Apply the shared rules (inline extraction, the thinking combination, the tool-call
+    finish, the cross-field detections) to a format's turn and return the record. The turn
+    is the reader's own and is used up: its lists become the record's."""
+    detections = turn.detections
+    visible_text = turn.visible_text
+    model = turn.model
+    inline = inline_reasoning.extract(
+        visible_text, thought_label=model is not None and may_carry_thought_label(model)
+    )
+    if inline.detections:
+        detections.extend(
+            leaked(found.code, turn.visible_path, found.dialect) for found in inline.detections
+        )
+    readings = _EXPLAINED.get()
+    if readings is not None:
+        readings.append(VisibleTextReading(turn.visible_path, visible_text, inline))
+    native = turn.native_thinking or None
+    content = inline.content
+    if native is None:
+        thinking = inline.thinking
+    else:
+        thinking = native if inline.thinking is None else native + "\n" + inline.thinking
+        if len(content) >= REASONING_IN_CONTENT_MIN_CHARS and _reasoning_in_content(
+            native, content
+        ):
+            detections.append(leaked("reasoning_in_content", turn.visible_path))
+    usage = turn.usage
+    if usage is not NO_USAGE:
+        usage = _checked_usage(usage, turn.usage_path, detections)
+    finish_reason = turn.finish_reason
+    if finish_reason == "stop" and turn.tool_calls:
+        finish_reason = "tool_calls"
+    return Record(
+        id=record_id if record_id is not None else (turn.response_id or ""),
+        format=format,
+        provider=provider,
+        model=model,
+        content=content,
+        thinking=thinking,
+        tool_calls=turn.tool_calls,
+        finish_reason=finish_reason,
+        native_finish_reason=turn.native_finish_reason,
+        usage=usage,
+        native_usage=turn.native_usage,
+        replay_parts=turn.replay_parts,
+        detections=detections,
+        meta=meta if meta is not None else EMPTY_META,
+    )
+
+
+def _checked_usage(usage: Usage, path: str, detections: list[Detection]) -> Usage:
+    """The usage with the provider's total, else input + output when both are known (never
+    invented); a count below zero nulls them all, as formats do for non-integers
+    (`native_usage` keeps what the provider sent)."""
+    if _has_negative_count(usage):
+        detections.append(malformed("invalid_usage", path))
+        return NO_USAGE
+    if _usage_inconsistent(usage):
+        detections.append(malformed("usage_inconsistent", path))
+    if _usage_impossible(usage):
+        detections.append(malformed("usage_impossible", path))
+    return _with_total(usage)
+
+
+def _reasoning_in_content(native: str, content: str) -> bool:
+    minimum = REASONING_IN_CONTENT_MIN_CHARS
+    if len(native) > len(content) and not (native[0].isspace() or native[-1].isspace()):
+        return False  # the usual case: a long reasoning cannot stand in a shorter answer
+    # The needle's first characters, absent from almost every answer, are looked for first:
+    # stripping the whole thinking copies it, and a long needle's search first prepares it in
+    # time linear in its length.
+    head = native[: 2 * minimum].lstrip()[:minimum]
+    if len(head) == minimum and head not in content:
+        return False
+    needle = native.strip()
+    return len(needle) >= minimum and needle in content
+
+
+def _has_negative_count(usage: Usage) -> bool:
+    for count in (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+        usage.cached_input_tokens,
+        usage.total_tokens,
+    ):
+        if count is not None and count < 0:
+            return True
+    return False
+
+
+def _usage_inconsistent(usage: Usage) -> bool:
+    total, input_tokens, output_tokens = usage.total_tokens, usage.input_tokens, usage.output_tokens
+    if total is None or input_tokens is None or output_tokens is None:
+        return False
+    return total != input_tokens + output_tokens
+
+
+def _usage_impossible(usage: Usage) -> bool:
+    """A part above its whole: reasoning is part of output, cache reads are part of input."""
+    return _above(usage.reasoning_tokens, usage.output_tokens) or _above(
+        usage.cached_input_tokens, usage.input_tokens
+    )
+
+
+def _above(part: int | None, whole: int | None) -> bool:
+    return part is not None and whole is not None and part > whole
+
+
+def _with_total(usage: Usage) -> Usage:
+    """The provider's total, else input + output when both are known (never invented)."""
+    if usage.total_tokens is not None:
+        return usage
+    if usage.input_tokens is None or usage.output_tokens is None:
+        return usage
+    return msgspec.structs.replace(usage, total_tokens=usage.input_tokens + usage.output_tokens)
