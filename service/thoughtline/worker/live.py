@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import struct
 import time
 from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -93,13 +94,14 @@ LIVE_SCRIPT: Final = (
 -- KEYS: 1 input stream, 2 deltas, 3 output, 4 dead letters, 5 open streams (zset), 6 committed
 -- ids (zset), then per live stream three: its state hash, parked hash, log hash.
 -- ARGV: 1 group, 2 ttl seconds, 3 now (ms), then per live stream: its id, its step count,
--- then each step:
+-- then each step as one msgpack array (one argument: far less to pack and send than its
+-- fields one by one):
 --   mode, entry id (mode 'close': the idle time in ms), at (the seq it was computed at),
 --   token (the stream's; at seq 0 the new one), then
---   'park': the parked chunk, n items, the dead letter's items (added if the stream is closed)
+--   'park': the parked chunk, the dead letter's items (added if the stream is closed)
 --   'apply' (the entry's chunk), 'parked' (the parked chunk at seq `at`), 'close' (none):
 --     new seq, state, closed ('1'/'0'), log element ('' none), delta ('' none), format,
---     record ('' none), n dead letters, then per dead letter: item count, items
+--     record ('' none), the dead letters (each a list of items)
 -- Returns per live stream a list: per step tried 1 applied, 2 parked, 3 acknowledged only
 -- (applied before, or committed before the group was lost), 4 dead-lettered (the stream is
 -- closed), 0 the entry is no longer pending, -1 the stream is not at `at` (nothing done; its
@@ -144,17 +146,15 @@ while position <= #ARGV do
   local results = {}
   local stopped = false
   for _ = 1, step_count do
-    local mode, entry_id = ARGV[position], ARGV[position + 1]
-    local at, token = ARGV[position + 2], ARGV[position + 3]
-    position = position + 4
+    local step = cmsgpack.unpack(ARGV[position])
+    position = position + 1
+    local mode, entry_id, at, token = step[1], step[2], step[3], step[4]
     local state = redis.call('HMGET', state_key, 'seq', 'closed', 'token')
     local current = state[1] or '0'
     local closed = state[2] == '1'
     local result = nil
     if mode == 'park' then
-      local parked, item_count = ARGV[position], tonumber(ARGV[position + 1])
-      local first_item = position + 2
-      position = first_item + item_count
+      local parked, items = step[5], step[6]
       local seq = tonumber(at)
       if stopped or (not closed and seq == tonumber(current)) then
         result = -1
@@ -165,7 +165,7 @@ while position <= #ARGV do
         elseif acknowledged == 2 or seq < tonumber(current) then
           result = 3
         elseif closed then
-          redis.call('XADD', KEYS[4], '*', unpack(ARGV, first_item, first_item + item_count - 1))
+          redis.call('XADD', KEYS[4], '*', unpack(items))
           result = 4
         else
           redis.call('HSET', parked_key, at, parked)
@@ -182,14 +182,9 @@ while position <= #ARGV do
         end
       end
     else
-      local new_seq, new_state, now_closed = ARGV[position], ARGV[position + 1], ARGV[position + 2]
-      local logged, delta, format = ARGV[position + 3], ARGV[position + 4], ARGV[position + 5]
-      local record, dead_count = ARGV[position + 6], tonumber(ARGV[position + 7])
-      local dead_at = position + 8
-      position = dead_at
-      for _ = 1, dead_count do
-        position = position + 1 + tonumber(ARGV[position])
-      end
+      local new_seq, new_state, now_closed = step[5], step[6], step[7]
+      local logged, delta, format = step[8], step[9], step[10]
+      local record, dead = step[11], step[12]
       if stopped or current ~= at or closed or (at ~= '0' and state[3] ~= token) then
         result = -1
       elseif mode == 'apply' then
@@ -220,11 +215,8 @@ while position <= #ARGV do
         if record ~= '' then
           redis.call('XADD', KEYS[3], '*', 'record', record, 'id', stream, 'format', format)
         end
-        local item = dead_at
-        for _ = 1, dead_count do
-          local count = tonumber(ARGV[item])
-          redis.call('XADD', KEYS[4], '*', unpack(ARGV, item + 1, item + count))
-          item = item + 1 + count
+        for _, items in ipairs(dead) do
+          redis.call('XADD', KEYS[4], '*', unpack(items))
         end
         if now_closed == '1' then
           redis.call('ZADD', open_key, -1, stream)
@@ -797,6 +789,7 @@ class LiveHandler:
     async def _step_arguments(
         self, keys: LiveKeys, stream: str, plan: _Planned
     ) -> list[bytes | str | int]:
+        """One step as the script takes it: one msgpack array (see `LIVE_SCRIPT`)."""
         if plan.mode == "park":
             assert plan.entry is not None
             chunk, entry = plan.entry.chunk, plan.entry
@@ -805,8 +798,8 @@ class LiveHandler:
             )
             closed_error = NormalizeError("live_stream_closed", _CLOSED_ERROR)
             items = _dead_fields(dict(entry.fields), closed_error, entry.entry_id)
-            header: list[bytes | str | int] = ["park", entry.entry_id, str(plan.at), ""]
-            return [*header, msgspec.msgpack.encode(parked), len(items), *items]
+            park = ["park", entry.entry_id, str(plan.at), "", msgspec.msgpack.encode(parked), items]
+            return [_pack(park)]
         step = plan.step
         entry_id: bytes | str = plan.entry.entry_id if plan.entry is not None else b""
         if plan.mode == "close":
@@ -819,12 +812,13 @@ class LiveHandler:
             fields = {STREAM_FIELD: stream.encode(), b"seq": str(step.delta.seq).encode()}
             dead.append(_dead_fields(fields, step.error, _bytes(entry_id)))
             self._count_dead(step.state.format, step.error.reason)
+        fields_of_step: list[object]
         if step is None:
-            arguments: list[bytes | str | int] = [plan.mode, entry_id, str(plan.at), ""]
-            arguments += [str(plan.at), b"", b"1", b"", b"", b"", b"", len(dead)]
+            fields_of_step = [plan.mode, entry_id, str(plan.at), ""]
+            fields_of_step += [str(plan.at), b"", b"1", b"", b"", b"", b"", dead]
         else:
-            arguments = [plan.mode, entry_id, str(plan.at), step.state.token]
-            arguments += [
+            fields_of_step = [plan.mode, entry_id, str(plan.at), step.state.token]
+            fields_of_step += [
                 str(step.state.next_seq),
                 encode_state(step.state),
                 b"1" if step.state.closed else b"0",
@@ -832,11 +826,9 @@ class LiveHandler:
                 msgspec.json.encode(step.delta),
                 step.state.format.encode(),
                 encode(step.record) if step.record is not None else b"",
-                len(dead),
+                dead,
             ]
-        for items in dead:
-            arguments += [len(items), *items]
-        return arguments
+        return [_pack(fields_of_step)]
 
     async def _parked_dead_letters(
         self, keys: LiveKeys, stream: str, first: int
@@ -970,6 +962,33 @@ def _run_size(engine: LiveStream | None, run: Sequence[_Entry], cap: int) -> int
         return size
     ends = any(entry.chunk.final for entry in run) or engine.state.stored_bytes + size > cap
     return size + engine.size if ends else size
+
+
+def _pack(value: object) -> bytes:
+    """`value` (bytes, str, lists of them) as msgpack for the script's `cmsgpack.unpack`: bytes
+    as msgpack strings (the script's msgpack reads no `bin` type; its strings are bytes)."""
+    if isinstance(value, str):
+        value = value.encode()
+    if isinstance(value, bytes):
+        size = len(value)
+        if size < 32:
+            header = bytes([0xA0 | size])
+        elif size < 256:
+            header = b"\xd9" + bytes([size])
+        elif size < 65536:
+            header = b"\xda" + struct.pack(">H", size)
+        else:
+            header = b"\xdb" + struct.pack(">I", size)
+        return header + value
+    assert isinstance(value, list)
+    size = len(value)
+    if size < 16:
+        header = bytes([0x90 | size])
+    elif size < 65536:
+        header = b"\xdc" + struct.pack(">H", size)
+    else:
+        header = b"\xdd" + struct.pack(">I", size)
+    return header + b"".join(_pack(item) for item in value)
 
 
 def _size(log: Sequence[bytes]) -> int:
