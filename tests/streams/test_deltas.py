@@ -55,7 +55,9 @@ def test_deltas_have_the_seed_shape() -> None:
         "is_final",
         "usage",
         "detections",
+        "revision",
     }
+    assert first["revision"] is None  # a live stream's correction (docs/live.md)
     assert first["delta"] == {"text": "", "thinking": "The previous"}
     assert (first["id"], first["seq"], first["is_thinking"], first["usage"]) == (
         "msg_01Y6V41gqPaKWEw7iPouH7iW",
@@ -179,6 +181,7 @@ def test_inline_extraction_by_chunks_equals_the_whole_text_extraction(
     record = thoughtline.normalize(payload)
     assert_deltas_add_up(payload, record)
     for delta in thoughtline.deltas(payload):
+        assert delta.accumulated_text is not None  # a recorded stream's: on every delta
         assert delta.accumulated_text == record.content[: len(delta.accumulated_text)]
 
 

@@ -786,6 +786,14 @@ class IncrementalExtractor:
         self._scan(final=True)
         return self._new_output()
 
+    def decide_now(self) -> tuple[str, str]:
+        """Scan all that waits at once, unscanned text included, and return what is now
+        certain: a live stream whose tail holds a marker wants the decision now, not when the
+        waiting text has doubled."""
+        self._unscanned = False
+        self._scan(final=False)
+        return self._new_output()
+
     def result(self) -> InlineExtraction:
         """The content, thinking and detections (complete after `flush`)."""
         return self._plain if self._plain is not None else _result(self._scanner)
