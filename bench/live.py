@@ -1,127 +1,313 @@
-"""Live streams: how long from a chunk's `XADD` until its delta can be read, and how many chunks
-one worker applies per second.
+"""Live streams as a user sees them: how soon a chunk's text can be read, how many chunks one
+worker applies per second at any stream length, what an open stream costs Redis and what a
+stream leaves on the deltas stream.
 
-    python bench/live.py [--streams 20] [--chunks 100] [--interval-ms 5] [--burst-streams 100]
+    python bench/live.py [--quick] [--skip-long]
 
-A private redis-server and one `thoughtline serve` process. Latency: `--streams` synthetic
-Chat streams of `--chunks` chunks each (an inline `<think>` block, then an answer), their
-chunks published one at a time, interleaved, one every `--interval-ms` (a steady load well
-under the worker's capacity); a reader blocks on the deltas stream and notes when each
-chunk's delta appears. Throughput: `--burst-streams` streams of `--chunks` chunks published
-all at once; chunks/s is their count over the time until the last delta is published. Prints
-the median and p99 latency and the chunks/s.
+A private redis-server and one `thoughtline serve` process (the `thoughtline` on the path:
+run it with `PYTHONPATH=<a checkout>/service` to measure that checkout). Measured:
+
+1. **Visible text**: a plain answer (no delimiter), 150 chunks published one every 20 ms;
+   for each chunk, the time from its `XADD` to the first delta after which a consumer that
+   adds up the deltas (a revision replacing the sums) shows that chunk's text; and from the
+   first chunk to the first delta with any visible text. The same for a `<think>`-opened
+   answer's first thinking.
+2. **Chunks/s** of one worker, the same 10,000 chunks as 100 streams x 100 and as 4 x 2,500,
+   and 1 x 20,000 (all published at once, interleaved; counted until the last delta), each
+   stream a `<think>` block (a third of its chunks) and then the answer, one word a chunk.
+3. **Redis memory per open stream** (`MEMORY USAGE` of its keys, the streams not ended):
+   100 streams of 100 chunks, and 2 of 2,500.
+4. **Bytes on the deltas stream per stream** (the `delta` fields) after 100, 2,500 and
+   10,000 chunks of those streams.
+5. **Live chunks/s against whole small responses/s** on the same worker (10,000 of each).
+
+It prints each figure and its ratio to the goal of the live-streams work.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests.*` helpers, run as a script
 
-from bench.live_chaos import synthetic_stream
 from tests.chaos.fleet import Fleet
 from tests.chaos.servers import RedisServer
 from thoughtline.worker.settings import Settings, load_settings
 
+WORDS = (
+    "the", "model", "writes", "an", "answer", "one", "token", "at", "a", "time", "and", "a",
+    "user", "reads", "it", "live",
+)  # fmt: skip
+
+
+def _chat(name: str, pieces: list[str], *, finish: bool = True) -> list[bytes]:
+    objects: list[dict[str, Any]] = [
+        {"id": name, "object": "chat.completion.chunk", "model": "bench",
+         "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+        for piece in pieces
+    ]  # fmt: skip
+    if finish:
+        end = {"index": 0, "delta": {}, "finish_reason": "stop"}
+        objects.append({"id": name, "object": "chat.completion.chunk", "model": "bench",
+                        "choices": [end]})  # fmt: skip
+    return [json.dumps(item).encode() for item in objects]
+
+
+def plain_pieces(chunks: int, offset: int = 0) -> list[str]:
+    """One word (a token) per chunk."""
+    return [WORDS[(offset + index) % len(WORDS)] + " " for index in range(chunks)]
+
+
+def think_pieces(chunks: int) -> list[str]:
+    words = plain_pieces(chunks)
+    third = max(1, chunks // 3)
+    return ["<think>" + words[0], *words[1:third], "</think>" + words[third], *words[third + 1 :]]
+
+
+@dataclass
+class Seen:
+    """What a consumer of the deltas has shown, per stream, and when."""
+
+    text: dict[str, int] = field(default_factory=dict)
+    thinking: dict[str, int] = field(default_factory=dict)
+    first_text: dict[str, float] = field(default_factory=dict)
+    first_thinking: dict[str, float] = field(default_factory=dict)
+    reached: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    """Per stream: (length of text shown, when), each time it grew."""
+    count: int = 0
+    delta_bytes: dict[str, int] = field(default_factory=dict)
+    bytes_at: dict[int, list[int]] = field(default_factory=dict)
+    """At `seq` 99, 2,499 and 9,999: the bytes each stream's deltas took so far."""
+
 
 class DeltaReader(threading.Thread):
-    """Notes the time each (stream, seq) delta became readable."""
+    """Reads the deltas stream as a consumer would (sums, revisions replacing them)."""
 
     def __init__(self, url: str, stream: str) -> None:
         super().__init__(name="delta-reader", daemon=True)
-        self.client = redis.Redis.from_url(url, socket_timeout=30)
+        self.client = redis.Redis.from_url(url, socket_timeout=60)
         self.stream = stream
-        self.seen: dict[tuple[str, int], float] = {}
+        self.seen = Seen()
         self.stopped = threading.Event()
+        self.last = "0-0"
 
     def run(self) -> None:
-        last = "0-0"
+        sums: dict[str, tuple[str, str]] = {}
+        seen = self.seen
         while not self.stopped.is_set():
-            found = self.client.xread({self.stream: last}, count=1000, block=200)
+            found = self.client.xread({self.stream: self.last}, count=2000, block=100)
             now = time.perf_counter()
             for _, entries in found:
                 for entry_id, fields in entries:
-                    last = entry_id
-                    delta = json.loads(fields[b"delta"])
-                    self.seen[(delta["id"], delta["seq"])] = now
+                    self.last = entry_id
+                    raw = fields[b"delta"]
+                    delta = json.loads(raw)
+                    name = delta["id"]
+                    seen.count += 1
+                    seen.delta_bytes[name] = seen.delta_bytes.get(name, 0) + len(raw)
+                    if delta["seq"] in (99, 2499, 9999):
+                        seen.bytes_at.setdefault(delta["seq"] + 1, []).append(
+                            seen.delta_bytes[name]
+                        )
+                    text, thinking = sums.get(name, ("", ""))
+                    revision = delta.get("revision")
+                    if revision:
+                        text, thinking = (
+                            revision["accumulated_text"],
+                            revision["accumulated_thinking"],
+                        )
+                    else:
+                        text += delta["delta"]["text"]
+                        thinking += delta["delta"]["thinking"]
+                    if delta["is_final"]:
+                        sums.pop(name, None)
+                    else:
+                        sums[name] = (text, thinking)
+                    if text and name not in seen.first_text:
+                        seen.first_text[name] = now
+                    if thinking and name not in seen.first_thinking:
+                        seen.first_thinking[name] = now
+                    if len(text) > seen.text.get(name, 0):
+                        seen.text[name] = len(text)
+                        seen.reached.setdefault(name, []).append((len(text), now))
         self.client.close()
 
 
-def _fields(name: str, seq: int, payloads: list[bytes]) -> dict[str, bytes | str]:
+def _fields(name: str, seq: int, payloads: list[bytes], final: bool) -> dict[str, bytes | str]:
     fields: dict[str, bytes | str] = {
         "stream": name,
         "seq": str(seq),
         "format": "openai_chat",
         "payload": payloads[seq],
     }
-    if seq == len(payloads) - 1:
+    if final and seq == len(payloads) - 1:
         fields["final"] = "1"
     return fields
 
 
-def latency(
-    url: str, settings: Settings, streams: int, chunks: int, interval: float
-) -> list[float]:
-    source = random.Random(1)
-    made = [synthetic_stream(f"lat-{number}", chunks, source) for number in range(streams)]
+def visible_text(url: str, settings: Settings, chunks: int, interval: float) -> dict[str, float]:
+    """Per-chunk latency of its text, first text, first thinking (seconds)."""
     reader = DeltaReader(url, settings.deltas_stream)
     reader.start()
     client = redis.Redis.from_url(url)
-    sent: dict[tuple[str, int], float] = {}
-    order = [(stream, seq) for seq in range(chunks) for stream in made]
-    for stream, seq in order:
+    plain = _chat("plain", plain_pieces(chunks))
+    thinking = _chat("think", think_pieces(chunks))
+    sent: list[tuple[int, float]] = []  # (text length once this chunk is shown, when sent)
+    length = 0
+    pieces = plain_pieces(chunks)
+    first_sent: dict[str, float] = {}
+    for seq in range(len(plain)):
         started = time.perf_counter()
-        client.xadd(settings.input_stream, _fields(stream.name, seq, stream.payloads))  # type: ignore[arg-type]
-        sent[(stream.name, seq)] = started
+        for name, payloads in (("plain", plain), ("think", thinking)):
+            client.xadd(settings.input_stream, _fields(name, seq, payloads, True))  # type: ignore[arg-type]
+            first_sent.setdefault(name, started)
+        if seq < len(pieces):
+            length += len(pieces[seq])
+            sent.append((length, started))
         time.sleep(max(0.0, interval - (time.perf_counter() - started)))
     deadline = time.monotonic() + 120
-    while len(reader.seen) < len(sent) and time.monotonic() < deadline:
+    while reader.seen.text.get("plain", 0) < length and time.monotonic() < deadline:
         time.sleep(0.05)
+    time.sleep(0.3)
     reader.stopped.set()
     reader.join()
     client.close()
-    return [reader.seen[key] - sent[key] for key in sent if key in reader.seen]
+    reached = reader.seen.reached.get("plain", [])
+    latencies = []
+    for needed, when in sent:
+        shown = next((at for size, at in reached if size >= needed), None)
+        if shown is not None:
+            latencies.append(shown - when)
+    latencies.sort()
+    seen = reader.seen
+    return {
+        "median": statistics.median(latencies) if latencies else float("nan"),
+        "p99": latencies[int(len(latencies) * 0.99)] if latencies else float("nan"),
+        "first_text": seen.first_text.get("plain", float("nan")) - first_sent["plain"],
+        "first_thinking": seen.first_thinking.get("think", float("nan")) - first_sent["think"],
+    }
 
 
-def throughput(url: str, settings: Settings, streams: int, chunks: int) -> tuple[int, float]:
-    source = random.Random(2)
-    made = [synthetic_stream(f"burst-{number}", chunks, source) for number in range(streams)]
+def burst(
+    url: str, settings: Settings, prefix: str, streams: int, chunks: int, limit: float
+) -> tuple[int, float, dict[int, list[int]]]:
+    """All chunks published at once (interleaved); chunks applied, seconds, delta bytes per
+    stream at 100, 2,500 and 10,000 chunks. Stops counting after `limit` seconds."""
+    reader = DeltaReader(url, settings.deltas_stream)
     client = redis.Redis.from_url(url)
-    before = int(client.xlen(settings.deltas_stream))
+    reader.last = _last_id(client, settings.deltas_stream)
+    reader.start()
+    made = {f"{prefix}-{number}": _chat(f"{prefix}-{number}", think_pieces(chunks - 1))
+            for number in range(streams)}  # fmt: skip
     total = streams * chunks
-    pipeline = client.pipeline(transaction=False)
     started = time.perf_counter()
-    for seq in range(chunks):
-        for stream in made:
-            pipeline.xadd(settings.input_stream, _fields(stream.name, seq, stream.payloads))  # type: ignore[arg-type]
-    pipeline.execute()
-    deadline = time.monotonic() + 600
-    while int(client.xlen(settings.deltas_stream)) - before < total:
-        if time.monotonic() > deadline:
-            break
+    for batch in _batches(((name, seq) for seq in range(chunks) for name in made), 1000):
+        pipeline = client.pipeline(transaction=False)
+        for name, seq in batch:
+            pipeline.xadd(settings.input_stream, _fields(name, seq, made[name], True))  # type: ignore[arg-type]
+        pipeline.execute()
+    deadline = started + limit
+    while reader.seen.count < total and time.perf_counter() < deadline:
         time.sleep(0.02)
     seconds = time.perf_counter() - started
+    done = reader.seen.count
+    drained = time.perf_counter() + 900  # the rest, untimed: the next run starts on an idle worker
+    while reader.seen.count < total and time.perf_counter() < drained:
+        time.sleep(0.1)
+    reader.stopped.set()
+    reader.join()
     client.close()
-    return total, seconds
+    return done, seconds, reader.seen.bytes_at
+
+
+def memory_per_open_stream(url: str, settings: Settings, streams: int, chunks: int) -> float:
+    """The mean `MEMORY USAGE` of the keys an open stream keeps (`<input>:live:*:<stream>`)."""
+    client = redis.Redis.from_url(url)
+    names = [f"open-{chunks}-{number}" for number in range(streams)]
+    made = {name: _chat(name, plain_pieces(chunks), finish=False) for name in names}
+    before = int(client.xlen(settings.deltas_stream))
+    sent = 0
+    for batch in _batches(((name, seq) for seq in range(chunks) for name in made), 1000):
+        pipeline = client.pipeline(transaction=False)
+        for name, seq in batch:
+            pipeline.xadd(settings.input_stream, _fields(name, seq, made[name], False))  # type: ignore[arg-type]
+        pipeline.execute()
+        sent += len(batch)
+    deadline = time.monotonic() + 600
+    while int(client.xlen(settings.deltas_stream)) - before < sent:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    total = 0
+    for name in names:
+        for key in client.scan_iter(match=f"{settings.input_stream}:live:*:{name}"):
+            total += int(client.memory_usage(key) or 0)
+    client.close()
+    return total / streams
+
+
+def whole_responses(url: str, settings: Settings, count: int, limit: float) -> tuple[int, float]:
+    client = redis.Redis.from_url(url)
+    before = int(client.xlen(settings.output_stream))
+    body = json.dumps({"id": "r", "object": "chat.completion", "model": "bench",
+                       "choices": [{"index": 0, "message": {"role": "assistant",
+                                    "content": " ".join(plain_pieces(40))},
+                                    "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 5, "completion_tokens": 40,
+                                 "total_tokens": 45}}).encode()  # fmt: skip
+    started = time.perf_counter()
+    for batch in _batches(iter(range(count)), 1000):
+        pipeline = client.pipeline(transaction=False)
+        for number in batch:
+            pipeline.xadd(settings.input_stream, {"payload": body, "id": f"whole-{number}",
+                                                  "format": "openai_chat"})  # fmt: skip
+        pipeline.execute()
+    deadline = started + limit
+    while int(client.xlen(settings.output_stream)) - before < count:
+        if time.perf_counter() > deadline:
+            break
+        time.sleep(0.02)
+    done = int(client.xlen(settings.output_stream)) - before
+    seconds = time.perf_counter() - started
+    client.close()
+    return done, seconds
+
+
+def _last_id(client: redis.Redis, stream: str) -> str:
+    last = client.xrevrange(stream, count=1)
+    return last[0][0].decode() if last else "0-0"
+
+
+def _batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--streams", type=int, default=20)
-    parser.add_argument("--chunks", type=int, default=100)
-    parser.add_argument("--interval-ms", type=float, default=5.0)
-    parser.add_argument("--burst-streams", type=int, default=100)
+    parser.add_argument("--quick", action="store_true", help="a tenth of every size")
+    parser.add_argument("--skip-long", action="store_true", help="no 1 x 20,000 run")
+    parser.add_argument("--limit", type=float, default=300.0, help="seconds per burst at most")
     options = parser.parse_args()
+    scale = 10 if options.quick else 1
     with tempfile.TemporaryDirectory(prefix="thoughtline-live-bench-") as directory:
         server = RedisServer(Path(directory) / "redis")
         server.start()
@@ -133,24 +319,48 @@ def main() -> int:
             if problems:
                 print("\n".join(problems))
                 return 1
-            seconds = latency(
-                server.url, settings, options.streams, options.chunks, options.interval_ms / 1000
+            seen = visible_text(server.url, settings, 150, 0.02)
+            print(
+                f"plain answer, 150 chunks one per 20 ms: first visible text "
+                f"{seen['first_text']:.3f} s after the first chunk (goal <= 0.25 s: "
+                f"{seen['first_text'] / 0.25:.2f} of it); a chunk's text shown after "
+                f"median {seen['median'] * 1000:.1f} ms, p99 {seen['p99'] * 1000:.1f} ms"
             )
-            count, elapsed = throughput(server.url, settings, options.burst_streams, options.chunks)
+            print(
+                f"<think>-opened answer: first thinking {seen['first_thinking']:.3f} s after "
+                f"the first chunk (goal <= 0.25 s)"
+            )
+            rates: dict[str, float] = {}
+            sizes = [("100x100", 100, 100 // scale), ("4x2500", 4, 2500 // scale)]
+            if not options.skip_long:
+                sizes.append(("1x20000", 1, 20000 // scale))
+            delta_bytes: dict[int, int] = {}
+            for label, streams, chunks in sizes:
+                done, seconds, written = burst(
+                    server.url, settings, label, streams, chunks, options.limit
+                )
+                rates[label] = done / seconds
+                complete = "" if done == streams * chunks else f" (only {done} in the limit)"
+                print(f"one worker, {label}: {done / seconds:.0f} chunks/s{complete}")
+                for at, sizes_found in written.items():
+                    delta_bytes[at] = int(statistics.median(sizes_found))
+            ratio = rates["4x2500"] / rates["100x100"]
+            print(f"4 x 2,500 against 100 x 100: {ratio:.2f} (goal >= 0.8)")
+            for at, size in sorted(delta_bytes.items()):
+                print(f"deltas stream bytes per stream after {at:,} chunks: {size:,}")
+            done, seconds = whole_responses(server.url, settings, 10000 // scale, options.limit)
+            whole = done / seconds
+            print(f"whole small responses: {whole:.0f}/s")
+            print(
+                f"live chunks/s (100 x 100) / whole responses/s: "
+                f"{rates['100x100'] / whole:.2f} (goal >= 0.5)"
+            )
+            for streams, chunks in ((100, 100 // scale), (2, 2500 // scale)):
+                per = memory_per_open_stream(server.url, settings, streams, chunks)
+                print(f"Redis memory per open stream of {chunks} chunks: {per / 1024:.1f} KiB")
         finally:
             fleet.kill_all()
             server.kill()
-    seconds.sort()
-    p99 = seconds[min(len(seconds) - 1, int(len(seconds) * 0.99))]
-    print(
-        f"latency, XADD to delta readable ({len(seconds)} chunks of {options.streams} streams "
-        f"x {options.chunks}, one every {options.interval_ms:g} ms): "
-        f"median {statistics.median(seconds) * 1000:.2f} ms, p99 {p99 * 1000:.2f} ms"
-    )
-    print(
-        f"throughput, one worker: {count} chunks ({options.burst_streams} streams x "
-        f"{options.chunks}) in {elapsed:.1f} s = {count / elapsed:.0f} chunks/s"
-    )
     return 0
 
 

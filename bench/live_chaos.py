@@ -356,17 +356,25 @@ def _count(
 
 
 def _adds_up(deltas: list[dict[str, Any]], stream: LiveStream) -> bool:
+    """The deltas' additions (a revision replacing the sums) end at the record's content and
+    thinking, and the accumulations come only on revisions and the final delta, equal to the
+    sums there."""
     text = thinking = ""
-    for delta, (whole_text, whole_thinking) in zip(deltas, stream.recorded, strict=False):
-        text += delta["delta"]["text"]
-        thinking += delta["delta"]["thinking"]
-        if (delta["accumulated_text"], delta["accumulated_thinking"]) != (text, thinking):
+    for delta in deltas:
+        revision = delta.get("revision")
+        if revision is not None:
+            text, thinking = revision["accumulated_text"], revision["accumulated_thinking"]
+        else:
+            text += delta["delta"]["text"]
+            thinking += delta["delta"]["thinking"]
+        carries = delta["is_final"] or revision is not None
+        if (delta["accumulated_text"] is not None) != carries:
             return False
-        if not (whole_text.startswith(text) and whole_thinking.startswith(thinking)):
+        if carries and (delta["accumulated_text"], delta["accumulated_thinking"]) != (
+            text,
+            thinking,
+        ):
             return False
-    for delta in deltas[len(stream.recorded) :]:  # a `[DONE]` entry: one more than chunks
-        text += delta["delta"]["text"]
-        thinking += delta["delta"]["thinking"]
     record = json.loads(stream.expected_record)
     return bool(deltas) and (text, thinking) == (record["content"], record["thinking"] or "")
 

@@ -385,7 +385,7 @@ def fenced_code_passes(repeat: int, seconds: float) -> float:
     """Extraction time of a code-heavy answer in units of one candidate scan, at two sizes."""
     import re
 
-    from thoughtline.formats.inline_reasoning import extract
+    from thoughtline.reasoning.shortcuts import extract
 
     candidates = re.compile(r"[<\[◁`~]")
     block = (

@@ -7,7 +7,9 @@
         store(message.record)          # a thoughtline.Record
         message.ack()                  # XACK in your own group, after your work is safe
 
-`arecords` / `apublish` are the same for `redis.asyncio.Redis`. Any other language does the
+`arecords` / `apublish` are the same for `redis.asyncio.Redis`. Live deltas (docs/live.md)
+carry what each chunk added; `live_deltas` reads them with the accumulations filled in, and
+`Accumulations` does the same for deltas read any other way. Any other language does the
 same with plain commands (see docs/service.md): `XADD` to publish, `XREADGROUP` + `XACK` on
 the output stream to consume. Reading your own pending entries first (id `0`) and then new
 ones (`>`) means a consumer that crashed gets its unacknowledged records again on restart.
@@ -35,13 +37,18 @@ import redis
 import redis.asyncio as redis_asyncio
 
 from thoughtline.contract.partitions import BaseNames, Routes, hash_tag, parse_metadata, routing_key
-from thoughtline.contract.record import EntryKind, FormatName, Record
+from thoughtline.contract.record import Delta, EntryKind, FormatName, Record
 from thoughtline.contract.record import decode as decode_record
-from thoughtline.worker.settings import DEFAULT_INPUT_STREAM, DEFAULT_OUTPUT_STREAM
+from thoughtline.worker.settings import (
+    DEFAULT_DELTAS_STREAM,
+    DEFAULT_INPUT_STREAM,
+    DEFAULT_OUTPUT_STREAM,
+)
 
 # The worker's defaults (`THOUGHTLINE_INPUT_STREAM`, `THOUGHTLINE_OUTPUT_STREAM`), defined there.
 INPUT_STREAM: Final = DEFAULT_INPUT_STREAM
 OUTPUT_STREAM: Final = DEFAULT_OUTPUT_STREAM
+DELTAS_STREAM: Final = DEFAULT_DELTAS_STREAM
 
 Payload = bytes | str | Mapping[str, Any]
 
@@ -261,6 +268,61 @@ async def arecords(
             yield AsyncMessage(_text(entry_id), _record(fields), ack)
         if read_id != ">":
             read_id = _text(page[-1][0])
+
+
+class Accumulations:
+    """Fills in `accumulated_text` and `accumulated_thinking` of live deltas, which carry
+    them only on a revision and on the final delta: per stream id, the sum of what each delta
+    added, replaced by a revision's. Give it every delta of a stream, in `seq` order (as the
+    deltas stream holds them); a stream is forgotten at its final delta."""
+
+    def __init__(self) -> None:
+        self._sums: dict[str, tuple[list[str], list[str]]] = {}
+
+    def add(self, delta: Delta) -> Delta:
+        """`delta` with its accumulations (the same object, filled in)."""
+        text, thinking = self._sums.setdefault(delta.id, ([], []))
+        if delta.revision is not None:
+            text[:] = [delta.revision.accumulated_text]
+            thinking[:] = [delta.revision.accumulated_thinking]
+        else:
+            text.append(delta.delta.text)
+            thinking.append(delta.delta.thinking)
+        if delta.accumulated_text is None:
+            delta.accumulated_text = "".join(text)
+        if delta.accumulated_thinking is None:
+            delta.accumulated_thinking = "".join(thinking)
+        if delta.is_final:
+            del self._sums[delta.id]
+        return delta
+
+
+_DELTA_DECODER: Final = msgspec.json.Decoder(Delta)
+
+
+def live_deltas(
+    client: redis.Redis,
+    *,
+    stream: str = DELTAS_STREAM,
+    start: str = "0",
+    count: int = 100,
+    block_ms: int = 1000,
+    stop_when_idle: bool = False,
+) -> Iterator[Delta]:
+    """Live deltas from `start` on (`XREAD`: every reader sees all), each with its
+    accumulations filled in (see `Accumulations`). Start at `0`, or at an id before a
+    stream's first delta: the accumulations of a stream joined midway start from there."""
+    accumulations = Accumulations()
+    last = start
+    while True:
+        response = client.xread({stream: last}, count, block_ms)
+        page = _page(response)
+        if not page and stop_when_idle:
+            return
+        for entry_id, fields in page:
+            last = _text(entry_id)
+            if fields and b"delta" in fields:
+                yield accumulations.add(_DELTA_DECODER.decode(fields[b"delta"]))
 
 
 # --- partitions --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from thoughtline.contract import detection_codes
-from thoughtline.formats import dialects
+from thoughtline.reasoning import dialects
 
 
 class GeneratedTable(NamedTuple):
@@ -31,7 +31,7 @@ TABLES: Final = (
     ),
     GeneratedTable(
         "docs/inline-reasoning.md",
-        "<!-- dialects: generated from service/thoughtline/formats/dialects.py; "
+        "<!-- dialects: generated from service/thoughtline/reasoning/dialects.py; "
         "a test checks it -->",
         "<!-- /dialects -->",
         dialects.markdown_table,

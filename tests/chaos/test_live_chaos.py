@@ -47,6 +47,7 @@ def test_every_recorded_stream_live_over_three_workers_gives_its_recorded_record
 def test_live_streams_survive_worker_kills_and_chunks_out_of_order(
     live_chaos: ModuleType, tmp_path: Path
 ) -> None:
+    # The TTL outlasts the idle close (a stream stalled by a kill keeps its keys).
     plan = live_chaos.Plan(streams=60, workers=3, kills=5, kill_every=2.0, swap_fraction=0.05,
                            drain_timeout=400.0)  # fmt: skip
     report = live_chaos.run(plan, tmp_path)

@@ -15,19 +15,19 @@ import re
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from thoughtline.formats import inline_reasoning
-from thoughtline.formats.dialects import DIALECTS, TOOL_CALL_MARKERS
+from thoughtline.reasoning import markers, search, shortcuts
+from thoughtline.reasoning.dialects import DIALECTS, TOOL_CALL_MARKERS
 
 FRAGMENTS = sorted(
     {
         piece
-        for marker in inline_reasoning._ROLES_LITERALS + TOOL_CALL_MARKERS
+        for marker in markers.ROLES_LITERALS + TOOL_CALL_MARKERS
         for piece in (marker, marker[:1], marker[:2], marker.upper())
     }
     | {"`", "``", "~~~", "[X]", "<b>", "x", " ", "\n", "é", "🎯"}
 )
 TEXTS = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
-WHOLE = inline_reasoning._marker_pattern(inline_reasoning._ROLES_LITERALS, code_runs=False)
+WHOLE = markers.marker_pattern(markers.ROLES_LITERALS, code_runs=False)
 
 
 def _found(match: re.Match[str] | None) -> tuple[int, str] | None:
@@ -40,9 +40,7 @@ def _found(match: re.Match[str] | None) -> tuple[int, str] | None:
 @example("a [the docs](x) <b> </div> <|channel|>analysis")
 def test_the_first_delimiter_is_the_whole_pattern_s_first_match(text: str) -> None:
     for start in range(len(text) + 1):
-        assert _found(inline_reasoning._next_dialect_marker(text, start)) == _found(
-            WHOLE.search(text, start)
-        )
+        assert _found(search.next_dialect_marker(text, start)) == _found(WHOLE.search(text, start))
 
 
 @settings(max_examples=300, deadline=None)
@@ -55,13 +53,13 @@ def test_another_block_end_before_the_closer_is_found_as_the_whole_pattern_finds
         if dialect.kind == "phrase":
             continue
         closer_start = dialect.closers[0][0]
-        pattern = inline_reasoning._BLOCK_END[dialect.name]
+        pattern = markers.BLOCK_END[dialect.name]
         for start in range(len(text) + 1):
             end = text.find(closer_start, start)
             end = len(text) if end < 0 else end
             whole = pattern.search(text, start)
             expected = whole is not None and whole.start() < end
             assert (
-                inline_reasoning._other_block_end_before(text, dialect, closer_start, start, end)
+                shortcuts.other_block_end_before(text, dialect, closer_start, start, end)
                 == expected
             ), (dialect.name, start)

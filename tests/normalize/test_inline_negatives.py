@@ -2,10 +2,10 @@
 
 A coding assistant asked about reasoning parsers, chat templates or stream filters writes the
 delimiters themselves: in fenced code, in inline code, in tables, diffs and configs, and in
-prose where a tag opener stands mid-sentence (where it never counts) or a token opener has no
-closer after it. None of that is reasoning, so none of it may move. The rules are in
-docs/inline-reasoning.md; the two places where they knowingly give way (a complete token pair
-or a bare closer written in prose) are pinned at the end of this file.
+prose, where a delimiter standing mid-sentence never counts. None of that is reasoning, so none
+of it may move. The rules are in docs/inline-reasoning.md; the two places where they knowingly
+give way (a bare closer written first in prose, a token pair opening a line) are pinned at the
+end of this file.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from textwrap import dedent
 import pytest
 
 import thoughtline
-from thoughtline.formats.inline_reasoning import IncrementalExtractor, InlineDetection, extract
+from thoughtline.reasoning.results import InlineDetection
+from thoughtline.reasoning.scanner import IncrementalExtractor
+from thoughtline.reasoning.shortcuts import extract
 
 
 def _answer(text: str) -> str:
@@ -672,6 +674,12 @@ NEGATIVES = [
         "empty block.",
         id="prose-self-closing-think",
     ),
+    # --- token pairs named bare in a sentence ------------------------------------------------
+    pytest.param("Use [THINK] and [/THINK] tokens.", id="bare-mistral-pair-in-a-sentence"),
+    pytest.param(
+        "Write it as <|START_THINKING|>your notes<|END_THINKING|> before the answer.",
+        id="bare-cohere-pair-in-a-sentence",
+    ),
 ]
 
 
@@ -694,32 +702,16 @@ def test_the_negative_table_is_large_enough() -> None:
     assert len(NEGATIVES) >= 45
 
 
-# The price of token delimiters counting anywhere outside code: prose that writes a complete
-# token pair bare loses what stands between, and prose whose first delimiter is a bare closer
-# reads as reasoning up to it. Pinned here so the trade-off stays a decision, not an accident;
-# the same sentence with its delimiters in backticks comes back whole.
+# Where the rules knowingly give way, pinned so each stays a decision, not an accident: prose
+# whose first delimiter is a bare closer reads as reasoning up to it (real orphan leaks look the
+# same), and a token pair that opens a line is a block (real leaks after a line break look the
+# same). The same sentence with its delimiters in backticks comes back whole.
 TRADE_OFFS = [
-    pytest.param(
-        "Use [THINK] and [/THINK] tokens.",
-        "Use  tokens.",
-        "and",
-        InlineDetection("inline_tag", "mistral"),
-        "Use `[THINK]` and `[/THINK]` tokens.",
-        id="bare-token-pair-loses-what-is-between",
-    ),
-    pytest.param(
-        "Write it as <|START_THINKING|>your notes<|END_THINKING|> before the answer.",
-        "Write it as  before the answer.",
-        "your notes",
-        InlineDetection("inline_tag", "cohere"),
-        "Write it as `<|START_THINKING|>your notes<|END_THINKING|>` before the answer.",
-        id="bare-cohere-pair-loses-what-is-between",
-    ),
     pytest.param(
         "The tag is </thought> in XML.",
         "in XML.",
         "The tag is",
-        InlineDetection("orphan_close_tag", "thought"),
+        (InlineDetection("orphan_close_tag", "thought"),),
         "The tag is `</thought>` in XML.",
         id="bare-closer-first-reads-as-orphan",
     ),
@@ -727,22 +719,43 @@ TRADE_OFFS = [
         "R1 ends its reasoning with </think>, nothing else.",
         ", nothing else.",
         "R1 ends its reasoning with",
-        InlineDetection("orphan_close_tag", "think"),
+        (InlineDetection("orphan_close_tag", "think"),),
         "R1 ends its reasoning with `</think>`, nothing else.",
         id="bare-think-closer-first-reads-as-orphan",
+    ),
+    pytest.param(
+        "If `enable_thinking` is false the template appends <|inner_suffix|> right after "
+        "<|inner_prefix|>, which leaves an empty thought.",
+        "right after",
+        "If `enable_thinking` is false the template appends \n, which leaves an empty thought.",
+        (
+            InlineDetection("orphan_close_tag", "apertus"),
+            InlineDetection("unclosed_open_tag", "apertus"),
+        ),
+        "If `enable_thinking` is false the template appends `<|inner_suffix|>` right after "
+        "`<|inner_prefix|>`, which leaves an empty thought.",
+        id="bare-token-closer-first-then-an-opener-after-the-block",
+    ),
+    pytest.param(
+        "Magistral 1.1 changed one thing:\n[THINK] and [/THINK] are special tokens now.",
+        "Magistral 1.1 changed one thing:\n are special tokens now.",
+        "and",
+        (InlineDetection("inline_tag", "mistral"),),
+        "Magistral 1.1 changed one thing:\n`[THINK]` and `[/THINK]` are special tokens now.",
+        id="token-pair-opening-a-line",
     ),
 ]
 
 
-@pytest.mark.parametrize(("text", "content", "thinking", "detection", "quoted"), TRADE_OFFS)
+@pytest.mark.parametrize(("text", "content", "thinking", "detections", "quoted"), TRADE_OFFS)
 def test_documented_trade_offs(
-    text: str, content: str, thinking: str, detection: InlineDetection, quoted: str
+    text: str,
+    content: str,
+    thinking: str,
+    detections: tuple[InlineDetection, ...],
+    quoted: str,
 ) -> None:
     result = extract(text)
-    assert (result.content, result.thinking, result.detections) == (
-        content,
-        thinking,
-        (detection,),
-    )
+    assert (result.content, result.thinking, result.detections) == (content, thinking, detections)
     in_code = extract(quoted)
     assert (in_code.content, in_code.thinking, in_code.spans) == (quoted, None, ())

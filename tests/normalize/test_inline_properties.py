@@ -19,14 +19,10 @@ from itertools import pairwise
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from thoughtline.formats.dialects import DIALECTS, TOOL_CALL_MARKERS, Dialect
-from thoughtline.formats.inline_reasoning import (
-    IncrementalExtractor,
-    InlineExtraction,
-    RemovedSpan,
-    extract,
-    extract_chunks,
-)
+from thoughtline.reasoning.dialects import DIALECTS, TOOL_CALL_MARKERS, Dialect
+from thoughtline.reasoning.results import InlineExtraction, RemovedSpan
+from thoughtline.reasoning.scanner import IncrementalExtractor, extract_chunks
+from thoughtline.reasoning.shortcuts import extract
 
 MARKERS = sorted(
     {
@@ -50,6 +46,9 @@ EXTRAS = [
     "<think/>",
     "<|channel>thought\n",
     "<|channel>thought<channel|>",
+    '<details type="reasoning" done="true">',
+    "<summary>Thought for 2 seconds</summary>",
+    "<details>",
     "thought\n",
     "thought\r\n",
     "thought",
@@ -159,7 +158,16 @@ _CODE_OF_RULE = {
     "unclosed_opener": "unclosed_open_tag",
 }
 _DIALECT = {dialect.name: dialect for dialect in DIALECTS}
-_ATTRIBUTE_OPENER = re.compile(r"(?i)<think\s[^<>]*>")
+
+
+def _attribute_opener(dialect: Dialect) -> re.Pattern[str]:
+    names = "|".join(re.escape(name) for name in dialect.attribute_openers) or "(?!)"
+    required = f"(?=[^<>]*{dialect.required_attribute})" if dialect.required_attribute else ""
+    return re.compile(f"(?i)(?:{names})\\s{required}[^<>]*(?<!/)>")
+
+
+def _tail(dialect: Dialect) -> re.Pattern[str]:
+    return re.compile(dialect.opener_tail or "(?!)", re.IGNORECASE if dialect.kind == "tag" else 0)
 
 
 def _expected_content(text: str, spans: tuple[RemovedSpan, ...]) -> str:
@@ -199,6 +207,7 @@ def _starts_with(text: str, marker: str, dialect: Dialect) -> bool:
 
 def _inner(text: str, span: RemovedSpan) -> str:
     """The reasoning inside a block span: its opener (from the dialect table) and closer off."""
+    assert span.dialect is not None
     dialect = _DIALECT[span.dialect]
     body = text[span.start : span.end]
     if span.rule != "orphan_closer":
@@ -209,24 +218,43 @@ def _inner(text: str, span: RemovedSpan) -> str:
         if opener is not None:
             body = body[len(opener) :]
         else:
-            attribute = _ATTRIBUTE_OPENER.match(body)
-            assert attribute is not None and dialect.name == "think", (span, body)
+            attribute = _attribute_opener(dialect).match(body)
+            assert attribute is not None, (span, body)
             body = body[attribute.end() :]
-        if dialect.name == "gemma":  # the optional `thought` label and its line break
-            for label in ("thought\r\n", "thought\n", "thought\r"):
-                if body.startswith(label):
-                    body = body[len(label) :]
-                    break
-            else:
-                if body.startswith("thought") and body[len("thought") :].startswith(
-                    dialect.closers
-                ):
-                    body = body[len("thought") :]
+        tail = _tail(dialect).match(body, 0, dialect.tail_window)  # Gemma's label, a summary
+        if tail is not None:
+            body = body[tail.end() :]
+    body = _without_nested_openers(body, dialect)  # a nested tail may look at the closer
     if span.rule != "unclosed_opener":
         closers = sorted(dialect.closers, key=len, reverse=True)
         closer = next(c for c in closers if _ends_with(body, c, dialect))
         body = body[: len(body) - len(closer)]
     return body
+
+
+def _without_nested_openers(body: str, dialect: Dialect) -> str:
+    """The block's text with its own dialect's openers (and their tails) dropped."""
+    if dialect.kind == "phrase":
+        return body
+    literals = "|".join(re.escape(o) for o in sorted(dialect.openers, key=len, reverse=True))
+    flags = re.IGNORECASE if dialect.kind == "tag" else 0
+    opener = re.compile(literals, flags)
+    attribute = _attribute_opener(dialect)
+    kept, position = [], 0
+    while True:
+        found = opener.search(body, position)
+        if dialect.attribute_openers:
+            other = attribute.search(body, position)
+            if other is not None and (found is None or other.start() < found.start()):
+                found = other
+        if found is None:
+            kept.append(body[position:])
+            return "".join(kept)
+        kept.append(body[position : found.start()])
+        position = found.end()
+        tail = _tail(dialect).match(body, position, position + dialect.tail_window)
+        if tail is not None:
+            position = tail.end()
 
 
 def _ends_with(text: str, marker: str, dialect: Dialect) -> bool:
@@ -286,7 +314,7 @@ def test_thinking_is_the_blocks_joined(text: str, thought_label: bool) -> None:
 @given(text=TEXTS, thought_label=st.booleans())
 def test_one_detection_per_reasoning_block(text: str, thought_label: bool) -> None:
     result = extract(text, thought_label=thought_label)
-    expected = []
+    expected: list[tuple[str, str | None]] = []
     for span in result.spans:
         if span.rule == "thought_label":
             expected.append(("thought_label", "thought"))
@@ -433,3 +461,137 @@ def test_delimiters_only_in_code_change_nothing(text: str) -> None:
     chunks = [text[i : i + 3] for i in range(0, len(text), 3)]
     content, thinking, _ = _streamed(chunks, False)
     assert (content, thinking) == (text, "")
+
+
+# --- no silent edit --------------------------------------------------------------------------
+
+_BLOCK_RULES = frozenset(_CODE_OF_RULE)
+
+
+def _may_open_here(text: str, span: RemovedSpan, before: list[RemovedSpan]) -> bool:
+    """Where a block may open: the first text (whitespace and the label before it), after a
+    non-empty block, and for a token dialect after a block of its own dialect or at a line
+    start (at most three spaces of indent)."""
+    if not _kept_before(text, span.start, before).strip():
+        return True
+    if any(earlier.reasoning for earlier in before):
+        return True
+    assert span.dialect is not None
+    if _DIALECT[span.dialect].kind != "token":
+        return False
+    if any(e.rule in _BLOCK_RULES and e.dialect == span.dialect for e in before):
+        return True
+    line_start = text.rfind("\n", 0, span.start) + 1
+    return line_start > 0 and text[line_start : span.start] in ("", " ", "  ", "   ")
+
+
+def _kept_before(text: str, end: int, spans: list[RemovedSpan]) -> str:
+    """The text before `end` that no span removed."""
+    kept, position = [], 0
+    for span in spans:
+        kept.append(text[position : span.start])
+        position = span.end
+    kept.append(text[position:end])
+    return "".join(kept)
+
+
+def _is_wrapper_marker(piece: str, dialect: Dialect) -> bool:
+    markers = (*dialect.wrappers, *dialect.trailing_wrappers)
+    if dialect.kind == "tag":
+        return piece.lower() in {marker.lower() for marker in markers}
+    if dialect.wrapper_suffix:
+        piece = piece.removesuffix(dialect.wrapper_suffix).rstrip()
+    return piece in markers
+
+
+def _is_closer(piece: str, dialect: Dialect) -> bool:
+    if dialect.kind == "tag":
+        return piece.lower() in {closer.lower() for closer in dialect.closers}
+    return piece in dialect.closers
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=TEXTS, thought_label=st.booleans())
+@example(text="a [THINK][/THINK] b", thought_label=False)
+@example(text="[THINK]x[/THINK]The tag </think> ends R1's reasoning.", thought_label=False)
+def test_no_silent_edit(text: str, thought_label: bool) -> None:
+    """Every character that leaves the content is accounted for: reasoning by a detection
+    naming its dialect, a stray closer by its dialect's block detection; what leaves with no
+    detection is only an empty block where a block may open, or a wrapper marker where its
+    dialect frames the answer."""
+    result = extract(text, thought_label=thought_label)
+    spans = _outermost(result.spans)
+    if not spans:
+        assert result.content == text
+        return
+    detected = {(d.code, d.dialect) for d in result.detections}
+    detected_dialects = {d.dialect for d in result.detections}
+    for index, span in enumerate(spans):
+        piece, before = text[span.start : span.end], list(spans[:index])
+        if span.rule == "thought_label":
+            assert ("thought_label", "thought") in detected
+            continue
+        assert span.dialect is not None, span
+        dialect = _DIALECT[span.dialect]
+        if span.reasoning:
+            assert (_CODE_OF_RULE[span.rule], span.dialect) in detected, span
+        elif span.rule == "stray_closer":
+            assert _is_closer(piece, dialect), span
+            assert span.dialect in detected_dialects, span
+        elif span.rule == "answer_wrapper":
+            assert _is_wrapper_marker(piece, dialect), span
+            opens_the_answer = not _kept_before(text, span.start, before).strip()
+            framed = any(e.dialect == span.dialect for e in before)
+            at_the_end = not text[span.end :].strip() and piece in dialect.trailing_wrappers
+            assert framed or at_the_end or (dialect.kind == "token" and opens_the_answer), span
+        else:  # an empty block: only where a block may open
+            assert span.rule in _BLOCK_RULES, span
+            assert _may_open_here(text, span, before), span
+
+
+# --- fenced lines skipped in one regex call read as the fence-by-fence walk reads them -------
+
+FENCE_HEAVY = st.lists(
+    st.sampled_from(
+        [
+            "```\n",
+            "````\n",
+            "```py\n",
+            "``` `x`\n",
+            "~~~\n",
+            "~~~~ info `x`\n",
+            "   ```\n",
+            "    ```\n",
+            " ~~~\n",
+            "```x",
+            "`` ",
+            "`",
+            "code line\n",
+            "a < b\n",
+            "[THINK]x[/THINK]\n",
+            "<think>p</think>\n",
+            "</think>",
+            "[/THINK]",
+            "\n",
+            " ",
+            "plain",
+        ]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(text=FENCE_HEAVY, thought_label=st.booleans())
+def test_skipping_fenced_lines_reads_as_the_walk_reads(text: str, thought_label: bool) -> None:
+    import pytest
+
+    from thoughtline.reasoning import scanner
+
+    fast = scanner.scan(text, thought_label=thought_label)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scanner, "FENCED_LINES", re.compile("(?!)"))  # never skips: the walk
+        walked = scanner.scan(text, thought_label=thought_label)
+    assert fast == walked
+    chunks = [text[start : start + 5] for start in range(0, len(text), 5)]
+    assert _streamed(chunks, thought_label)[2] == fast

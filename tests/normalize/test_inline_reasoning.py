@@ -16,14 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thoughtline.formats.inline_reasoning import (
-    IncrementalExtractor,
-    InlineDetection,
-    InlineExtraction,
-    extract,
-    extract_chunks,
-    scan,
-)
+from tests.normalize.peer_overrides import NESTED_OPENER_CASES, ours, ours_codes
+from thoughtline.reasoning.results import InlineDetection, InlineExtraction
+from thoughtline.reasoning.scanner import IncrementalExtractor, extract_chunks, scan
+from thoughtline.reasoning.shortcuts import extract
 
 T, ORPHAN, U = "inline_tag", "orphan_close_tag", "unclosed_open_tag"
 
@@ -44,10 +40,26 @@ RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
     ("Use <think> and </think> tags.", "Use <think> and </think> tags.", None, ()),
     ("<think>a</think>mid<think>b</think>end", "mid end", "a\nb", (f"{T}:think",) * 2),
     ("<think>a</thinking>b</think>c", "c", "a</thinking>b", (f"{T}:think",)),
-    # token openers count anywhere outside code; unclosed mid-text they are text
-    ("Hi [THINK]plan[/THINK]there", "Hi there", "plan", (f"{T}:mistral",)),
-    ("Hi[THINK]plan[/THINK]there", "Hi there", "plan", (f"{T}:mistral",)),
+    # an opener of the block's own dialect inside it is dropped, another dialect's is text
+    ("<think>a<think>b</think>c", "c", "ab", (f"{T}:think",)),
+    ("<think>a<THINK x='1'>b</think>c", "c", "ab", (f"{T}:think",)),
+    ("<|channel>a<|channel>thought\nb<channel|>c", "c", "ab", (f"{T}:gemma",)),
+    ("[THINK]a[THINK][/THINK]c", "c", "a", (f"{T}:mistral",)),
+    ("<think>a[THINK]b</think>c", "c", "a[THINK]b", (f"{T}:think",)),
+    # token openers count where tag openers do, and at a line start or after a block of their
+    # own dialect when their closer follows; in the middle of a sentence they are text
+    ("Hi [THINK]plan[/THINK]there", "Hi [THINK]plan[/THINK]there", None, ()),
+    ("Hi[THINK]plan[/THINK]there", "Hi[THINK]plan[/THINK]there", None, ()),
+    ("Hi\n[THINK]plan[/THINK]there", "Hi\nthere", "plan", (f"{T}:mistral",)),
+    ("Hi\n   [THINK]plan[/THINK]there", "Hi\n   there", "plan", (f"{T}:mistral",)),
+    ("Hi\n    [THINK]plan[/THINK]", "Hi\n    [THINK]plan[/THINK]", None, ()),
+    ("Hi\n[THINK]never closed", "Hi\n[THINK]never closed", None, ()),
+    ("[THINK]a[/THINK]b [THINK]c", "b", "a\nc", (f"{T}:mistral", f"{U}:mistral")),
+    ("[THINK][/THINK]b [THINK]c[/THINK]d", "b d", "c", (f"{T}:mistral",)),
+    ("[THINK][/THINK]b [THINK]c", "b [THINK]c", None, ()),
+    ("<think>a</think>b <|channel>c<channel|>d", "b d", "a\nc", (f"{T}:think", f"{T}:gemma")),
     ("Name [THINK] in prose, never closed", "Name [THINK] in prose, never closed", None, ()),
+    ("Use [THINK] and [/THINK] tokens.", "Use [THINK] and [/THINK] tokens.", None, ()),
     (
         "Magistral writes [THINK] first; split on `[/THINK]`.",
         "Magistral writes [THINK] first; split on `[/THINK]`.",
@@ -81,7 +93,37 @@ RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
         "p",
         (f"{T}:openthinker",),
     ),
-    ("x <|inner_prefix|>p<|inner_suffix|> y", "x  y", "p", (f"{T}:apertus",)),
+    ("x <|inner_prefix|>p<|inner_suffix|> y", "x <|inner_prefix|>p<|inner_suffix|> y", None, ()),
+    ("x\n<|inner_prefix|>p<|inner_suffix|> y", "x\n y", "p", (f"{T}:apertus",)),
+    # Open WebUI's reasoning block: its attributes and summary are delimiter; plain HTML stays
+    (
+        '<details type="reasoning" done="true" duration="4">\n<summary>Thought for 4 seconds'
+        "</summary>\n> plan\n</details>\nAnswer",
+        "Answer",
+        "> plan",
+        (f"{T}:details",),
+    ),
+    ("<DETAILS TYPE=reasoning>p</Details>a", "a", "p", (f"{T}:details",)),
+    ('<details type="reasoning"><summary>Thinking…</summary>\nplan', "", "plan", (f"{U}:details",)),
+    ('<details type="reasoning">\n<summary>Thought</summary>\n</details>\nHi', "Hi", None, ()),
+    (
+        "<details>\n<summary>More</summary>\nx\n</details>",
+        "<details>\n<summary>More</summary>\nx\n</details>",
+        None,
+        (),
+    ),
+    (
+        '<details type="tool_calls" done="true">\n<summary>Tool</summary>\n</details>',
+        '<details type="tool_calls" done="true">\n<summary>Tool</summary>\n</details>',
+        None,
+        (),
+    ),
+    (
+        'Open WebUI wraps it in <details type="reasoning"> and </details>.',
+        'Open WebUI wraps it in <details type="reasoning"> and </details>.',
+        None,
+        (),
+    ),
     # phrases: at the very start, and only with their closer
     ("analysisPlan it.assistantfinalDone.", "Done.", "Plan it.", (f"{T}:harmony_text",)),
     ("analysis of the data shows a trend", "analysis of the data shows a trend", None, ()),
@@ -118,18 +160,25 @@ RULES: list[tuple[str, str, str | None, tuple[str, ...]]] = [
     ("<think>p</think><answer>a</answer>", "a", "p", (f"{T}:think",)),
     ("<think>\n\n</think>\n<answer>\na\n</answer>", "a", None, ()),
     ("<answer>a</answer>", "<answer>a</answer>", None, ()),
+    # token wrappers: at the start, after a block of their dialect, or closing what their
+    # dialect framed; trailing ones at the very end only
+    ("See <|START_RESPONSE|> in the template", "See <|START_RESPONSE|> in the template", None, ()),
+    ("<think>p</think>a <|START_RESPONSE|>b", "a <|START_RESPONSE|>b", "p", (f"{T}:think",)),
+    ("<|START_THINKING|>p<|END_THINKING|>a <|END_RESPONSE|>", "a", "p", (f"{T}:cohere",)),
+    # a stray closer goes only after a non-empty block of its own dialect
+    ("<think>a</think>b</thought>c", "b</thought>c", "a", (f"{T}:think",)),
     # code is text
     ("`<think>` opens a block", "`<think>` opens a block", None, ()),
     ("```\n</think>\n```\nafter", "```\n</think>\n```\nafter", None, ()),
     ("~~~\n[THINK]x[/THINK]\n~~~", "~~~\n[THINK]x[/THINK]\n~~~", None, ()),
     ("``a ` <|channel>b<channel|>``", "``a ` <|channel>b<channel|>``", None, ()),
-    ("` unmatched [THINK]x[/THINK] y", "` unmatched  y", "x", (f"{T}:mistral",)),
+    ("` unmatched\n[THINK]x[/THINK] y", "` unmatched\n y", "x", (f"{T}:mistral",)),
     ("```py `x`\n[THINK]x[/THINK]", "```py `x`", "x", (f"{T}:mistral",)),
     ("    ```\n[THINK]x[/THINK]", "```", "x", (f"{T}:mistral",)),
     ("```\nnever closed [THINK]x[/THINK]", "```\nnever closed [THINK]x[/THINK]", None, ()),
     # what is produced: glue, trimming, the LF join
     ("a<think>x</think>b", "a<think>x</think>b", None, ()),
-    ("a [THINK]x[/THINK]b", "a b", "x", (f"{T}:mistral",)),
+    ("<think>p</think>a [THINK]x[/THINK]b", "a b", "p\nx", (f"{T}:think", f"{T}:mistral")),
     ("  \t<think> x </think>\n\n  answer\n  ", "answer", "x", (f"{T}:think",)),
     ("<think> one </think>mid<think> two </think>", "mid", "one \n two", (f"{T}:think",) * 2),
     ("<think>\n\n</think>answer", "answer", None, ()),
@@ -200,7 +249,7 @@ PEERS = Path(__file__).resolve().parents[3] / "shared" / "peers"
 
 
 def _table(folder: str) -> list[dict[str, Any]]:
-    cases = []
+    cases: list[dict[str, Any]] = []
     for table in sorted((PEERS / folder).glob("*.jsonl")):
         cases.extend(json.loads(line) for line in table.read_text().splitlines() if line)
     return cases
@@ -223,9 +272,8 @@ def _case_id(case: dict[str, Any]) -> str:
 def test_reasoning_dialect_peer_case(case: dict[str, Any]) -> None:
     text = _text(case)
     result = extract(text)
-    assert result.content == case["ours_content"]
-    assert result.thinking == case["ours_thinking"]
-    assert list(_codes(result.detections)) == case["ours_codes"]
+    assert (result.content, result.thinking) == ours(case)
+    assert list(_codes(result.detections)) == ours_codes(case)
     assert _incrementally(list(text)) == (result.content, result.thinking)
     if case["chunks"]:
         assert _incrementally(case["chunks"]) == (result.content, result.thinking)
@@ -236,7 +284,7 @@ def test_reasoning_dialect_peer_case(case: dict[str, Any]) -> None:
 def test_think_tag_peer_case(case: dict[str, Any]) -> None:
     text = _text(case)
     result = extract(text)
-    assert (result.content, result.thinking) == (case["ours_content"], case["ours_reasoning"])
+    assert (result.content, result.thinking) == ours(case)
     assert _incrementally(list(text)) == (result.content, result.thinking)
 
 
@@ -249,6 +297,12 @@ def _agrees_with_peer(case: dict[str, Any], reasoning_key: str) -> bool:
         (result.thinking or None) == (case[reasoning_key] or None)
     )
     return content_ok and reasoning_ok
+
+
+@pytest.mark.needs_shared
+def test_every_nested_opener_override_names_a_case() -> None:
+    sources = {case["source"] for case in (*DIALECT_CASES, *TAG_CASES)}
+    assert set(NESTED_OPENER_CASES) <= sources
 
 
 @pytest.mark.needs_shared
@@ -318,30 +372,76 @@ def test_the_shortcut_agrees_with_the_scanner_on_the_rules(
 
 
 def test_the_plain_text_check_knows_every_delimiter() -> None:
-    from thoughtline.formats.inline_reasoning import _ROLES_LITERALS, _TAG_KEYS, _plain_extraction
+    from thoughtline.reasoning.markers import ROLES_LITERALS, TAG_KEYS
+    from thoughtline.reasoning.search import plain_extraction
 
-    for marker in _ROLES_LITERALS:
-        assert _plain_extraction(f"a {marker} b", thought_label=False) is None
-    for tag in _TAG_KEYS:  # tags in any case
-        assert _plain_extraction(f"a {tag.upper()} b", thought_label=False) is None, tag
+    for marker in ROLES_LITERALS:
+        assert plain_extraction(f"a {marker} b", thought_label=False) is None
+    delimiters = {marker.lower() for marker in ROLES_LITERALS}
+    for tag in TAG_KEYS & delimiters:  # tags in any case
+        assert plain_extraction(f"a {tag.upper()} b", thought_label=False) is None, tag
+    # a closer that ends only its own block is text outside one
+    assert plain_extraction("a </details> b", thought_label=False) is not None
 
 
-def test_the_quick_check_spells_out_every_first_character_of_a_delimiter() -> None:
-    import inspect
+_NEW_DIALECT_SCRIPT = """
+import importlib
+import json
 
-    from thoughtline.formats import inline_reasoning
+from thoughtline.reasoning import dialects, markers, scanner, search, shortcuts, sinks
 
-    source = inspect.getsource(inline_reasoning.extract)
-    for character in inline_reasoning._MARKER_FIRST_CHARACTERS:
-        assert f'"{character}" in text' in source
+# A dialect whose markers start with a character no other marker starts with, added to the
+# table; everything compiled from the table is compiled anew, in the order of the imports.
+new = dialects.Dialect("test", "token", ("⟦think⟧",), ("⟦/think⟧",))
+dialects.DIALECTS = (*dialects.DIALECTS, new)
+for module in (markers, search, sinks, scanner, shortcuts):
+    importlib.reload(module)
+extract, extract_chunks = shortcuts.extract, scanner.extract_chunks
+
+text = "⟦think⟧plan⟦/think⟧answer"
+whole = extract(text)
+live = scanner.IncrementalExtractor()
+fed = [live.feed(character) for character in text] + [live.flush()]
+recorded, contents, thinkings = extract_chunks(list(text))
+print(json.dumps({
+    "first": "⟦" in markers.MARKER_FIRST_CHARACTERS,
+    "whole": [whole.content, whole.thinking, [d.dialect for d in whole.detections]],
+    "live": ["".join(c for c, _ in fed), "".join(t for _, t in fed)],
+    "recorded": ["".join(contents), "".join(thinkings)],
+}))
+"""
+
+
+def test_a_new_dialect_s_first_character_is_found_by_every_path() -> None:
+    """The first characters the searches and the quick check look for are derived from the
+    table: a dialect starting with a new character is found by `extract`, a live stream and a
+    recorded one, with no change to the code. (In a fresh interpreter, whose reasoning modules
+    are compiled anew from the patched table.)"""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _NEW_DIALECT_SCRIPT],
+        capture_output=True,
+        text=True,
+        check=True,
+        encoding="utf-8",
+    )
+    found = json.loads(done.stdout)
+    assert found == {
+        "first": True,
+        "whole": ["answer", "plan", ["test"]],
+        "live": ["answer", "plan"],
+        "recorded": ["answer", "plan"],
+    }
 
 
 @pytest.mark.parametrize("code", ["`x`", "``a`b``", "```py\nx\n```", "~~~\ny\n~~~", "`"])
 def test_code_runs_with_no_delimiter_are_plain_text(code: str) -> None:
-    from thoughtline.formats.inline_reasoning import _plain_extraction
+    from thoughtline.reasoning.search import plain_extraction
 
     text = f"Use {code} then <b>x</b> [link] a < b."
-    assert _plain_extraction(text, thought_label=False) == InlineExtraction(text, None, ())
+    assert plain_extraction(text, thought_label=False) == InlineExtraction(text, None, ())
     assert extract(text) == scan(text)
     after_block = f"<think>plan</think>{text}"
     assert extract(after_block) == scan(after_block)
@@ -358,3 +458,45 @@ def test_code_runs_with_no_delimiter_are_plain_text(code: str) -> None:
 )
 def test_candidates_that_start_no_marker_read_as_the_scanner_reads_them(text: str) -> None:
     assert extract(text) == scan(text)
+
+
+# --- a live text with no sign of a delimiter is held unscanned --------------------------------
+
+
+def _fed(text: str, size: int = 7) -> tuple[IncrementalExtractor, str, str]:
+    """`text` fed in chunks of `size`: the extractor, and the content and thinking so far."""
+    extractor = IncrementalExtractor()
+    out = [extractor.feed(text[start : start + size]) for start in range(0, len(text), size)]
+    return extractor, "".join(c for c, _ in out), "".join(t for _, t in out)
+
+
+def test_code_with_no_delimiter_is_not_walked_while_it_streams() -> None:
+    """Fence lines and backtick pairs with no delimiter among them are held, not scanned: the
+    scanner has read nothing until the end, where the text is plain."""
+    text = "```\n" * 200 + "`` " * 200 + "~~~\n" * 200
+    extractor, early, _ = _fed(text)
+    assert early == ""
+    assert extractor._scanner._base == 0  # nothing scanned yet
+    assert extractor.flush() == (text, "")
+    assert extractor.result() == extract(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\n" * 50 + "[THINK]x[/THINK]",
+        "```\n" * 50 + "\n[THINK]x[/THINK]y",
+        'x `a` <think signature="' + "s" * 200 + '">p</think>',
+        "Here is my thought process: p " + "`` " * 50 + "Here is my response: a",
+        "plan " * 40 + "</think>answer",
+    ],
+)
+def test_the_first_sign_of_a_delimiter_starts_the_scanner_on_all_of_it(text: str) -> None:
+    extractor, content, thinking = _fed(text)
+    late_content, late_thinking = extractor.flush()
+    whole = extract(text)
+    assert (content + late_content, (thinking + late_thinking) or None) == (
+        whole.content,
+        whole.thinking,
+    )
+    assert extractor.result() == whole

@@ -4,8 +4,8 @@ The peers' think-tag tables (`PEERS`, one JSON case per line): for each case, a 
 `chat.completion` whose `message.content` is the case's text (its chunks joined), plus
 `reasoning_content` where the case carries `native_reasoning_content`; our `thinking` and
 `content` must be the case's `ours_reasoning` / `ours_content` (a null and an empty string count
-as equal). The one case with native reasoning exercises the combination rule: native, one LF,
-inline.
+as equal), or, where a rule now reads the case anew, what `peer_overrides` says. The one case
+with native reasoning exercises the combination rule: native, one LF, inline.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import thoughtline
+from tests.normalize.peer_overrides import ours
 
 pytestmark = pytest.mark.needs_shared  # reads the peers' tables; skipped without them
 
@@ -59,5 +60,6 @@ def test_peer_case_through_chat_gives_our_reading(case: dict[str, Any]) -> None:
     record = thoughtline.normalize(_completion(case))  # detected as Chat
 
     assert record.format == "openai_chat"
-    assert (record.thinking or None) == (case["ours_reasoning"] or None)
-    assert record.content == (case["ours_content"] or "")
+    content, thinking = ours(case)
+    assert (record.thinking or None) == (thinking or None)
+    assert record.content == (content or "")

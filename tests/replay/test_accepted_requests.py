@@ -20,8 +20,8 @@ import pytest
 
 import thoughtline
 from thoughtline.api import build_history, normalize_request
-from thoughtline.formats.dialects import DIALECTS
 from thoughtline.providers.registry import format_named
+from thoughtline.reasoning.dialects import DIALECTS
 
 ACCEPTED = Path(__file__).parent / "accepted"
 PAIRS = sorted(ACCEPTED.glob("*/*.response.json"))

@@ -11,9 +11,9 @@ import pytest
 
 from thoughtline.api import inspect_request, normalize_request
 from thoughtline.contract.record import Record
-from thoughtline.formats.dialects import DIALECTS, Dialect
 from thoughtline.inspection import repeated_reasoning
 from thoughtline.inspection.conversation import thinking_fingerprints
+from thoughtline.reasoning.dialects import DIALECTS, Dialect
 
 THINKING = (
     "The user wants the capital of France, which is a simple geography fact. "

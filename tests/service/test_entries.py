@@ -144,6 +144,8 @@ def test_deltas_add_one_output_per_chunk_to_the_deltas_stream(settings: Settings
     assert (
         deltas[-1]["accumulated_text"] == json.loads(fields_of(record_output)[b"record"])["content"]
     )
+    # The accumulations on the final delta only: a stream's deltas are O(its text).
+    assert [delta["accumulated_text"] is None for delta in deltas] == [True, True, True, False]
 
 
 def test_requests_are_inspected_and_their_record_is_marked(settings: Settings) -> None:

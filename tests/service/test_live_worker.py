@@ -15,7 +15,8 @@ import redis
 import redis.asyncio as redis_asyncio
 
 import thoughtline
-from tests.streams.live_entries import run_live
+from tests.streams.live_entries import accumulate, run_live
+from thoughtline.streams.live import LiveState, LiveStream
 from thoughtline.worker.entries import DeliveredEntry
 from thoughtline.worker.group import ensure_group
 from thoughtline.worker.live import LiveHandler, live_keys
@@ -284,3 +285,167 @@ async def test_a_stream_that_progressed_since_the_sweep_looked_is_not_closed(
     await _publish(aclient, live_settings, "s10", range(2, len(PAYLOADS)))
     await handler.handle(await _read(aclient, live_settings))
     assert client.xlen(live_settings.output_stream) == 1
+
+
+async def _until_pending_is_retried(handler_task: asyncio.Task[None]) -> None:
+    """Long enough for the handler to have tried (and been refused) at least once."""
+    for _ in range(20):
+        await asyncio.sleep(0.05)
+        assert not handler_task.done()
+
+
+@pytest.mark.parametrize("refused", ["output_stream", "deltas_stream", "dead_stream"])
+async def test_a_refused_write_acknowledges_nothing_and_is_waited_out(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings, refused: str
+) -> None:
+    """A key of the wrong type refuses the step's write: the chunk stays pending (nothing
+    acknowledged, nothing lost); once the key is put right the step goes through."""
+    handler = await _handler(aclient, live_settings)
+    key = getattr(live_settings, refused)
+    client.set(key, "in the way")
+    await _publish(aclient, live_settings, "r1", range(len(PAYLOADS)))
+    await aclient.xadd(live_settings.input_stream, {"stream": "r1", "seq": "x", "format": "a"})
+    task = asyncio.create_task(handler.handle(await _read(aclient, live_settings)))
+    await _until_pending_is_retried(task)
+    assert _pending(client, live_settings) >= 1
+    client.delete(key)
+    await asyncio.wait_for(task, timeout=10)
+    assert [d["seq"] for d in _deltas(client, live_settings, "r1")] == list(range(6))
+    assert [f[b"record"] for _, f in client.xrange(live_settings.output_stream)] == [
+        _expected("r1")
+    ]
+    assert [f[b"reason"] for _, f in client.xrange(live_settings.dead_stream)] == [b"invalid_entry"]
+    assert _pending(client, live_settings) == 0
+
+
+async def test_a_live_chunk_over_the_size_limit_is_a_dead_letter_unread(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    settings = live_settings.model_copy(update={"live_max_chunk_bytes": 1000})
+    handler = await _handler(aclient, settings)
+    big = _chat(["x" * 2000])[0]
+    await _publish(aclient, settings, "big", [0], [big], final_at=0)
+    await handler.handle(await _read(aclient, settings))
+    (dead,) = [fields for _, fields in client.xrange(settings.dead_stream)]
+    assert dead[b"reason"] == b"too_large" and dead[b"payload"] == big
+    assert client.xlen(settings.deltas_stream) == 0
+    assert _pending(client, settings) == 0
+
+
+async def test_a_large_step_is_computed_off_the_event_loop(
+    aclient: redis_asyncio.Redis,
+    client: redis.Redis,
+    live_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threaded: list[str] = []
+    real = asyncio.to_thread
+
+    async def spy(function: object, *arguments: object) -> object:
+        threaded.append(getattr(function, "__name__", "?"))
+        return await real(function, *arguments)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("thoughtline.worker.live.asyncio.to_thread", spy)
+    handler = await _handler(aclient, live_settings)
+    await _publish(aclient, live_settings, "small", range(len(PAYLOADS)))
+    await handler.handle(await _read(aclient, live_settings))
+    assert threaded == []
+    large = _chat(["y" * 200_000])
+    await _publish(aclient, live_settings, "large", range(len(large)), large)
+    await handler.handle(await _read(aclient, live_settings))
+    assert threaded == ["_compute"]
+    assert client.xlen(live_settings.output_stream) == 2
+
+
+async def test_a_lost_group_republishes_no_live_stream_whatever_its_age(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    """The group is recreated at 0 after every live key expired: the entries come again and
+    are acknowledged only, since the committed-ids record holds them."""
+    handler = await _handler(aclient, live_settings)
+    await _publish(aclient, live_settings, "g1", range(len(PAYLOADS)))
+    await _publish(aclient, live_settings, "g2", [0, 2])  # 2 is parked (1 never comes)
+    await handler.handle(await _read(aclient, live_settings))
+    deltas, records = (
+        client.xlen(live_settings.deltas_stream),
+        client.xlen(live_settings.output_stream),
+    )
+    client.xgroup_destroy(live_settings.input_stream, live_settings.group)
+    for key in client.scan_iter(match=f"{live_settings.input_stream}:live:*"):
+        client.delete(key)  # as if the TTL had passed
+    client.xgroup_create(live_settings.input_stream, live_settings.group, id="0")
+    again = LiveHandler(aclient, live_settings, Metrics())
+    await again.handle(await _read(aclient, live_settings))
+    assert client.xlen(live_settings.deltas_stream) == deltas
+    assert client.xlen(live_settings.output_stream) == records
+    assert _pending(client, live_settings) == 0
+
+
+async def test_a_revision_is_counted(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    handler = await _handler(aclient, live_settings)
+    payloads = _chat(["The user asks", " for a sum.", "</think>" + LONG])
+    await _publish(aclient, live_settings, "rev", range(len(payloads)), payloads)
+    await handler.handle(await _read(aclient, live_settings))
+    deltas = _deltas(client, live_settings, "rev")
+    assert deltas[0]["delta"] == {"text": "The user asks", "thinking": ""}
+    revision = deltas[2]["revision"]
+    assert isinstance(revision, dict) and revision["direction"] == "text_to_thinking"
+    exposition = handler._metrics.exposition().decode()
+    assert 'thoughtline_live_revisions_total{direction="text_to_thinking"} 1.0' in exposition
+
+
+async def test_a_stream_moving_between_workers_reads_only_what_each_missed(
+    aclient: redis_asyncio.Redis,
+    client: redis.Redis,
+    live_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two handlers take turns: each brings its engine up to date from the log elements the
+    other added (not the whole stream), and the deltas are those of one worker."""
+    rebuilt: list[int] = []
+    restore = LiveStream.restore
+
+    def counting(state: LiveState, log: Sequence[bytes], *, prompt_table: bool) -> LiveStream:
+        rebuilt.append(len(log))
+        return restore(state, log, prompt_table=prompt_table)
+
+    monkeypatch.setattr(LiveStream, "restore", counting)
+    handlers = [await _handler(aclient, live_settings) for _ in range(2)]
+    payloads = _chat([f"word {number} " for number in range(40)])
+    for seq in range(len(payloads)):
+        await _publish(aclient, live_settings, "hop", [seq], payloads)
+        await handlers[seq % 2].handle(await _read(aclient, live_settings))
+    expected, _ = run_live(payloads, "openai_chat", "hop", warm=True)
+    assert _deltas(client, live_settings, "hop") == [
+        json.loads(msgspec.json.encode(delta)) for delta in expected
+    ]
+    assert rebuilt == [1]  # the second handler's first chunk; then only what it missed
+    assert [f[b"record"] for _, f in client.xrange(live_settings.output_stream)] == [
+        _expected("hop", payloads)
+    ]
+
+
+async def test_the_python_client_rebuilds_the_accumulations(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    """The deltas carry what each chunk added; the client gives every delta its
+    `accumulated_text` and `accumulated_thinking`, revisions included."""
+    from thoughtline import client as tl
+
+    handler = await _handler(aclient, live_settings)
+    revising = _chat(["The user asks", " for a sum.", "</think>" + LONG])
+    await _publish(aclient, live_settings, "c1", range(len(PAYLOADS)))
+    await _publish(aclient, live_settings, "c2", range(len(revising)), revising)
+    await handler.handle(await _read(aclient, live_settings))
+    read = list(
+        tl.live_deltas(client, stream=live_settings.deltas_stream, block_ms=10, stop_when_idle=True)
+    )
+    for stream, payloads in (("c1", PAYLOADS), ("c2", revising)):
+        mine = [delta for delta in read if delta.id == stream]
+        expected, record = run_live(payloads, "openai_chat", stream, warm=True)
+        assert [(d.accumulated_text, d.accumulated_thinking) for d in mine] == accumulate(expected)
+        assert record is not None and mine[-1].accumulated_text == record.content
+    raw = [json.loads(f[b"delta"]) for _, f in client.xrange(live_settings.deltas_stream)]
+    assert [d["accumulated_text"] is None for d in raw].count(False) == 3  # 2 finals, 1 revision

@@ -8,13 +8,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from thoughtline.contract.detection_codes import LEAKED_THOUGHT, MALFORMED_PART
 from thoughtline.contract.record import Detection, Record, Usage
-from thoughtline.formats.dialects import DIALECT_NAMES
+from thoughtline.reasoning.dialects import DIALECT_NAMES
 from thoughtline.worker.health import HealthServer
 from thoughtline.worker.metrics import (
     DEAD_LETTER_REASONS,
     FORMAT_LABELS,
     LIVE_CHUNK_OUTCOMES,
     LIVE_CLOSED_HOWS,
+    LIVE_REVISION_DIRECTIONS,
     OUTCOMES,
     TOKEN_KINDS,
     Metrics,
@@ -33,11 +34,13 @@ DOCUMENTED_METRICS = {
     "thoughtline_live_streams_open": ("gauge", set()),
     "thoughtline_live_chunks": ("counter", {"outcome"}),
     "thoughtline_live_streams_closed": ("counter", {"how"}),
+    "thoughtline_live_revisions": ("counter", {"direction"}),
 }
 ALLOWED = {
     "format": set(FORMAT_LABELS),
     "outcome": set(OUTCOMES) | set(LIVE_CHUNK_OUTCOMES),
     "how": set(LIVE_CLOSED_HOWS),
+    "direction": set(LIVE_REVISION_DIRECTIONS),
     "reason": set(DEAD_LETTER_REASONS),
     "kind": set(TOKEN_KINDS),
     "code": {*LEAKED_THOUGHT, *MALFORMED_PART, "other"},

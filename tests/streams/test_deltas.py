@@ -55,7 +55,9 @@ def test_deltas_have_the_seed_shape() -> None:
         "is_final",
         "usage",
         "detections",
+        "revision",
     }
+    assert first["revision"] is None  # a live stream's correction (docs/live.md)
     assert first["delta"] == {"text": "", "thinking": "The previous"}
     assert (first["id"], first["seq"], first["is_thinking"], first["usage"]) == (
         "msg_01Y6V41gqPaKWEw7iPouH7iW",
@@ -78,17 +80,17 @@ def msgspec_encode(delta: Delta) -> bytes:
 
 
 def test_a_tag_split_across_chunks_never_shows_in_a_delta() -> None:
-    payload = _chat(["Hi [THI", "NK]plan", " it[/TH", "INK] then", " answer"])
+    payload = _chat(["Hi\n[THI", "NK]plan", " it[/TH", "INK] then", " answer"])
     deltas = thoughtline.deltas(payload)
     record = thoughtline.normalize(payload)
     # the block goes, the spaces on both sides stay (nothing was glued)
-    assert (record.content, record.thinking) == ("Hi  then answer", "plan it")
+    assert (record.content, record.thinking) == ("Hi\n then answer", "plan it")
     for delta in deltas:
         assert "[" not in delta.delta.text and "]" not in delta.delta.text
         assert "[" not in delta.delta.thinking
     texts = [delta.delta for delta in deltas if delta.delta != DeltaText()]
     assert texts == [  # each piece with the chunk it came in (the recording is complete)
-        DeltaText(text="Hi "),
+        DeltaText(text="Hi\n"),
         DeltaText(thinking="plan"),
         DeltaText(thinking=" it"),
         DeltaText(text=" then"),
@@ -179,6 +181,7 @@ def test_inline_extraction_by_chunks_equals_the_whole_text_extraction(
     record = thoughtline.normalize(payload)
     assert_deltas_add_up(payload, record)
     for delta in thoughtline.deltas(payload):
+        assert delta.accumulated_text is not None  # a recorded stream's: on every delta
         assert delta.accumulated_text == record.content[: len(delta.accumulated_text)]
 
 

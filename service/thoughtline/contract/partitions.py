@@ -152,6 +152,9 @@ class PartitionKeys:
     def live_parked(self, stream: str) -> str:
         return f"{self.input}:live:parked:{stream}"
 
+    def live_log(self, stream: str) -> str:
+        return f"{self.input}:live:log:{stream}"
+
     @property
     def slot(self) -> int:
         return key_slot(self.input)

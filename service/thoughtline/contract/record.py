@@ -92,8 +92,9 @@ DialectName = Literal[
     "harmony_text",
     "granite",
     "apriel",
+    "details",
 ]
-"""The inline-reasoning dialects (`thoughtline.formats.dialects.DIALECTS`, one row each)."""
+"""The inline-reasoning dialects (`thoughtline.reasoning.dialects.DIALECTS`, one row each)."""
 
 
 class Detection(msgspec.Struct, frozen=True, kw_only=True):
@@ -197,6 +198,24 @@ class DeltaText(msgspec.Struct, frozen=True):
     thinking: Annotated[str, msgspec.Meta(description="Thinking this chunk added.")] = ""
 
 
+RevisionDirection = Literal["text_to_thinking", "thinking_to_text"]
+
+
+class Revision(msgspec.Struct, frozen=True, kw_only=True):
+    """A live delta's correction of what earlier deltas gave out."""
+
+    direction: Annotated[
+        RevisionDirection,
+        msgspec.Meta(
+            description="`text_to_thinking`: text given out was reasoning (a closer with no "
+            "opener came); `thinking_to_text`: text shown as reasoning was the answer (a "
+            "stream that began as reasoning never closed)."
+        ),
+    ]
+    accumulated_text: Annotated[str, msgspec.Meta(description="The corrected visible text.")]
+    accumulated_thinking: Annotated[str, msgspec.Meta(description="The corrected thinking.")]
+
+
 class Delta(msgspec.Struct, kw_only=True):
     """One normalized delta per raw chunk of a recorded stream.
 
@@ -210,10 +229,18 @@ class Delta(msgspec.Struct, kw_only=True):
         default_factory=DeltaText
     )
     accumulated_text: Annotated[
-        str, msgspec.Meta(description="All visible text up to and including this chunk.")
+        str | None,
+        msgspec.Meta(
+            description="All visible text up to and including this chunk; on a live stream "
+            "only on the final delta and on a revision (else null: add up `delta.text`)."
+        ),
     ] = ""
     accumulated_thinking: Annotated[
-        str, msgspec.Meta(description="All thinking up to and including this chunk.")
+        str | None,
+        msgspec.Meta(
+            description="All thinking up to and including this chunk; on a live stream only "
+            "on the final delta and on a revision (else null: add up `delta.thinking`)."
+        ),
     ] = ""
     is_thinking: Annotated[
         bool, msgspec.Meta(description="This chunk carried reasoning and no visible text.")
@@ -228,6 +255,14 @@ class Delta(msgspec.Struct, kw_only=True):
             description="The record's detections, on the final delta; on a live stream's "
             "other deltas, the reasoning found in visible text that became certain at this "
             "chunk (else null)."
+        ),
+    ] = None
+    revision: Annotated[
+        Revision | None,
+        msgspec.Meta(
+            description="On a live stream, set when this chunk proved that what was given out "
+            "before was wrong (text that was reasoning, or reasoning that was text): replace "
+            "the accumulations with the ones here. Else null."
         ),
     ] = None
 

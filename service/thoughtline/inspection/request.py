@@ -23,7 +23,6 @@ from typing import Any, Protocol
 import msgspec
 
 from thoughtline.contract.record import Detection, FormatName, Record
-from thoughtline.formats import inline_reasoning
 from thoughtline.inspection.fingerprints import (
     MIN_SHARE,
     HistoryFingerprint,
@@ -33,6 +32,8 @@ from thoughtline.inspection.fingerprints import (
 )
 from thoughtline.inspection.readers import RequestReading
 from thoughtline.reading.compose import EMPTY_META, leaked
+from thoughtline.reasoning.results import REASONING_IN_TEXT_CODES, InlineExtraction
+from thoughtline.reasoning.shortcuts import extract
 
 
 class RequestInspection(msgspec.Struct):
@@ -88,15 +89,13 @@ def _inline_detections(reading: RequestReading) -> list[Detection]:
     return [
         leaked("replayed_reasoning", path)
         for path, texts in reading.message_texts
-        if _holds_reasoning(inline_reasoning.extract("".join(texts)))
+        if _holds_reasoning(extract("".join(texts)))
     ]
 
 
-def _holds_reasoning(extraction: inline_reasoning.InlineExtraction) -> bool:
+def _holds_reasoning(extraction: InlineExtraction) -> bool:
     """Reasoning in any dialect of docs/inline-reasoning.md (a guess alone does not count)."""
-    return any(
-        found.code in inline_reasoning.REASONING_IN_TEXT_CODES for found in extraction.detections
-    )
+    return any(found.code in REASONING_IN_TEXT_CODES for found in extraction.detections)
 
 
 def _in_request_repeats(reading: RequestReading) -> list[Detection]:

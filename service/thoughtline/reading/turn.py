@@ -15,9 +15,10 @@ from typing import Final, NamedTuple
 import msgspec
 
 from thoughtline.contract.record import Detection, FormatName, Record, Usage
-from thoughtline.formats import inline_reasoning
-from thoughtline.formats.dialects import THOUGHT_LABEL_MODELS
 from thoughtline.reading.compose import EMPTY_META, NO_USAGE, Turn, leaked, malformed
+from thoughtline.reasoning.dialects import THOUGHT_LABEL_MODELS
+from thoughtline.reasoning.results import InlineExtraction
+from thoughtline.reasoning.shortcuts import extract
 
 REASONING_IN_CONTENT_MIN_CHARS: Final = 32
 """Shorter reasoning ("OK", "Yes.") stands in answers by chance; no detection below this."""
@@ -39,7 +40,7 @@ class VisibleTextReading(NamedTuple):
 
     path: str
     text: str
-    extraction: inline_reasoning.InlineExtraction
+    extraction: InlineExtraction
 
 
 _EXPLAINED: ContextVar[list[VisibleTextReading] | None] = ContextVar("explained", default=None)
@@ -70,7 +71,7 @@ def build_record(
     detections = turn.detections
     visible_text = turn.visible_text
     model = turn.model
-    inline = inline_reasoning.extract(
+    inline = extract(
         visible_text, thought_label=model is not None and may_carry_thought_label(model)
     )
     if inline.detections:

@@ -26,7 +26,7 @@ import msgspec
 
 from thoughtline.contract.errors import ReplayError
 from thoughtline.contract.record import KNOWN_FORMATS, Record
-from thoughtline.formats.inline_reasoning import REASONING_IN_TEXT_CODES
+from thoughtline.reasoning.results import REASONING_IN_TEXT_CODES
 from thoughtline.replay import rebuild
 from thoughtline.replay.messages import native_message, read_message
 from thoughtline.replay.parts import (

@@ -215,6 +215,10 @@ class StreamRun(Generic[S]):
         """One per chunk fed so far."""
         return self.assembly.pieces
 
+    def pieces_since(self, start: int) -> list[Piece]:
+        """The pieces of the chunks fed from `start` on (a live step's: no copy of the rest)."""
+        return self.assembly.pieces[start:]
+
     def finish(self, done_marker: bool) -> Assembly:
         self._end(self.state, self.assembly, done_marker)
         return self.assembly

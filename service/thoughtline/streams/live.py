@@ -2,47 +2,49 @@
 
 A live stream is a response that is still streaming: its producer publishes each raw chunk
 (one SSE event or one JSON chunk, as received) as it arrives, numbered by `seq` from 0. Any
-worker may apply any chunk, so everything a chunk's delta depends on is in a `LiveState` that
-travels between them, encoded by `encode_state` (msgpack, versioned) and decoded by
-`decode_state`:
+worker may apply any chunk. What a stream carries from one chunk to the next is split in two:
 
-    apply_chunk(state, chunk) -> LiveStep(state, delta, record | None)
-    close_stream(state)       -> LiveStep(closed state, final delta, record)   (idle: cut)
+- `LiveState`, small and of constant size (format, id, meta, the next `seq`, the bytes so far,
+  the decisions taken once): rewritten at every step;
+- the stream's *log*: one element per applied entry (`LiveStep.logged`, the entry's framed
+  chunks), only ever appended.
 
-The state holds the stream's chunks as they arrived (their SSE event name and data), the text
-and thinking each chunk added as the format's assembler attributed it when the chunk came, and
-the few facts decided along the way (format, id, meta, whether the text may open with Gemini's
-`thought` label). A step reassembles the chunks to attribute the new chunk's text, then feeds
-every chunk's visible text to the incremental inline-reasoning scanner again, chunk by chunk,
-exactly as the first time: the same chunks give the same deltas whichever worker applies them
-and whatever was encoded in between, and a delta once given never changes. At the end the
-record is read from the same chunks by the same path as a recorded stream
+`LiveStream` is the engine: the format's assembler, the incremental inline-reasoning scanner
+and what the consumer has been shown. A worker keeps a stream's engine between chunks; a worker
+that has none, or one that is behind, builds it (`LiveStream.restore`) or brings it up to date
+(`LiveStream.catch_up`) by feeding it the log elements it has not seen, exactly as they were
+applied, so the same chunks give the same deltas whichever worker applies them. A step's work
+is the chunk's own (plus whatever the engine missed): it does not grow with the stream. At the
+end the record is read from the logged chunks by the same path as a recorded stream
 (`reading.read_chunks`), so it is byte for byte the record of those chunks recorded as one
 stream.
 
-What a live delta can know differs from a recorded one in three ways:
+What a consumer sees (the deltas):
 
-- Text is given out when it is certain, not when it arrived: text before a stream's first
-  delimiter waits (a closer may still make it reasoning), so does a possible partial marker at
-  the end of what has come. Each live accumulation is a prefix of the recorded stream's at the
-  same chunk, and equal to it on the final delta.
-- Reasoning is never taken back: native reasoning that arrives after inline reasoning was given
-  follows it (the record puts native first), and a chunk that changes how earlier ones read (a
-  Chat stream that moves from `reasoning` to `reasoning_content`, which the record alone then
-  reads) leaves the earlier deltas as they were. Then, and only then, the final accumulations
-  differ from the record; no recorded stream of the corpus does either.
+- Visible text is given out as it arrives. Only what may be the start of a delimiter at the
+  end of what came waits (at most the longest marker), and, once a delimiter was seen, what the
+  scanner has not decided yet (the inline rules decide some things from what follows).
+- When a later chunk proves that text given out was reasoning (a closer with no opener: the
+  chat template wrote the opener into the prompt), the delta of that chunk carries a
+  `revision`: the corrected accumulations. Likewise for a stream that started as thinking
+  (`prompt_reasoning`) and never closed. On the final delta the accumulations are the
+  record's.
+- A delta carries what its chunk added (`delta.text`, `delta.thinking`); the accumulations
+  only on a revision and on the final delta, so a stream's deltas are O(its text).
 - Reasoning found in visible text is a `leaked_thought` detection on the delta of the chunk
   where it became certain (path `chunks[N]`, N that chunk's `seq`); the final delta carries
   the record's detections, as a recorded stream's does.
-
-Cost: a step made from the state alone replays the stream's chunks (about 20 us per chunk on
-the corpus: O(n^2) over a stream of n chunks); a worker that applied a stream's last chunk
-keeps what it built (`LiveWarm`) and applies the next one from there, which gives the same
-result for about a tenth of that. The state's size cap bounds both.
+- Native reasoning that arrives after inline reasoning was given follows it (the record puts
+  native first), and a chunk that changes how earlier ones read (a Chat stream that moves from
+  `reasoning` to `reasoning_content`) leaves the earlier deltas as they were: the final
+  accumulations then differ from the record. No recorded stream of the corpus does either.
 """
 
 from __future__ import annotations
 
+import re
+import secrets
+from collections import deque
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
@@ -50,14 +52,24 @@ import msgspec
 
 from thoughtline.api import read_chunks
 from thoughtline.contract.errors import NormalizeError
-from thoughtline.contract.record import KNOWN_FORMATS, Delta, DeltaText, Detection, Record
-from thoughtline.formats.inline_reasoning import IncrementalExtractor
+from thoughtline.contract.record import (
+    KNOWN_FORMATS,
+    Delta,
+    DeltaText,
+    Detection,
+    Record,
+    Revision,
+    RevisionDirection,
+)
 from thoughtline.providers.registry import FORMATS_BY_NAME
 from thoughtline.reading.compose import leaked
 from thoughtline.reading.payload import meta_object, require_utf8
 from thoughtline.reading.turn import may_carry_thought_label
+from thoughtline.reasoning.dialects import DIALECTS, TOOL_CALL_MARKERS
+from thoughtline.reasoning.scanner import IncrementalExtractor
 from thoughtline.streams.base import Chunk, Piece
 from thoughtline.streams.framing import frame
+from thoughtline.streams.prompt_reasoning import opens_in_prompt
 
 __all__ = [
     "STATE_VERSION",
@@ -65,15 +77,13 @@ __all__ = [
     "LiveOrderError",
     "LiveState",
     "LiveStep",
-    "LiveWarm",
-    "apply_chunk",
-    "close_stream",
+    "LiveStream",
+    "check_chunk",
     "decode_state",
     "encode_state",
-    "state_size",
 ]
 
-STATE_VERSION: Final = 1
+STATE_VERSION: Final = 2
 _KNOWN: Final = frozenset(KNOWN_FORMATS)
 
 
@@ -91,29 +101,23 @@ class LiveChunk(NamedTuple):
 
 
 class LiveState(msgspec.Struct, array_like=True, omit_defaults=True):
-    """What a live stream carries from one chunk to the next (encoded: a msgpack array)."""
+    """What a live stream carries from one chunk to the next besides its log (encoded: a
+    msgpack array of constant size)."""
 
     version: int
     format: str
     id: str
+    token: str
+    """Made at `seq` 0: tells this stream from an earlier one of the same id whose keys
+    expired (an engine kept for the other is not used)."""
     next_seq: int
-    """The `seq` the next chunk must have."""
-    events: list[str | None] = msgspec.field(default_factory=list)
-    """Per stored chunk: its SSE event name (None: no `event:` line, or a JSON chunk)."""
-    data: list[bytes] = msgspec.field(default_factory=list)
-    """Per stored chunk: its data, as received."""
-    entry_chunks: list[int] = msgspec.field(default_factory=list)
-    """Per applied entry: how many chunks it held (0 for `[DONE]`, a comment, an end entry)."""
-    pieces: list[tuple[str, str, str]] = msgspec.field(default_factory=list)
-    """Per stored chunk: the visible text, native thinking and thinking block (its `repr`) it
-    added, as the assembler said when the chunk was applied. Later steps replay these, so a
-    delta once given never changes, even where a later chunk would make the assembler
-    attribute earlier text differently."""
-    done_marker: bool = False
-    thought_label: bool | None = None
-    """Whether the visible text may open with the bare label `thought` (decided from the model
-    at the first chunk with visible text; None until then)."""
+    """The `seq` the next chunk must have (= the log's length)."""
+    stored_bytes: int = 0
+    """The bytes of the logged chunks' data (what the size cap bounds)."""
     meta: bytes | None = None
+    prompt_thinking: bool | None = None
+    """Whether the stream started as thinking (decided at the first chunk with visible text;
+    None until then)."""
     closed: bool = False
     """The stream ended (final chunk, idle, or over the size cap): later chunks are late."""
 
@@ -125,12 +129,13 @@ class LiveStep(NamedTuple):
     """The stream's record, on its last step."""
     error: NormalizeError | None = None
     """Why the ended stream has no record (its chunks cannot be read as one stream)."""
-    warm: LiveWarm | None = None
-    """For the next step in this process (see `LiveWarm`); None once the stream ended."""
+    logged: bytes = b""
+    """The log element this step appends (empty for a step that closes an idle stream)."""
+    revision: RevisionDirection | None = None
 
 
 class LiveOrderError(ValueError):
-    """`apply_chunk` was given a chunk that is not the stream's next one."""
+    """A chunk that is not the stream's next one, or a log that does not fit the state."""
 
 
 def encode_state(state: LiveState) -> bytes:
@@ -138,6 +143,8 @@ def encode_state(state: LiveState) -> bytes:
 
 
 _DECODER: Final = msgspec.msgpack.Decoder(LiveState)
+_LOG_ENCODER: Final = msgspec.msgpack.Encoder()
+_LOG_DECODER: Final = msgspec.msgpack.Decoder(tuple[bool, list[tuple[str | None, bytes]]])
 
 
 def decode_state(data: bytes) -> LiveState:
@@ -146,11 +153,6 @@ def decode_state(data: bytes) -> LiveState:
     if state.version != STATE_VERSION:
         raise msgspec.DecodeError(f"live state version {state.version}, not {STATE_VERSION}")
     return state
-
-
-def state_size(state: LiveState) -> int:
-    """The bytes the stored chunks take (what the size cap bounds)."""
-    return sum(len(data) for data in state.data)
 
 
 def check_chunk(chunk: LiveChunk) -> None:
@@ -170,198 +172,421 @@ def check_chunk(chunk: LiveChunk) -> None:
         meta_object(chunk.meta)
 
 
-def apply_chunk(
-    state: LiveState | None,
-    chunk: LiveChunk,
-    *,
-    max_state_bytes: int | None = None,
-    warm: LiveWarm | None = None,
-) -> LiveStep:
-    """Apply the stream's next chunk. `state` is None for `seq` 0. A stream whose stored
-    chunks would exceed `max_state_bytes` ends with this chunk (its record then says what
-    the chunks say: `truncated_stream` unless this was the terminal event). `warm`: what the
-    step before left in this process (`LiveStep.warm`), used only if it was made from exactly
-    this state; it saves the replay and changes nothing in the result."""
-    check_chunk(chunk)
-    expected = 0 if state is None else state.next_seq
-    if state is not None and state.closed:
-        raise LiveOrderError(f"stream {chunk.stream!r} is closed")
-    if chunk.seq != expected:
-        raise LiveOrderError(f"chunk {chunk.seq} of {chunk.stream!r}; expected {expected}")
-    if state is None:
-        state = LiveState(
-            version=STATE_VERSION,
-            format=chunk.format,
-            id=chunk.stream,
-            next_seq=0,
-            meta=chunk.meta,
-        )
-    live = warm if warm is not None and warm.fits(state) else LiveWarm.replayed(state)
-    state = _with_chunk(state, chunk.payload)
-    over = max_state_bytes is not None and state_size(state) > max_state_bytes
-    return _step(state, live, final=chunk.final or over)
-
-
-def close_stream(state: LiveState, *, warm: LiveWarm | None = None) -> LiveStep:
-    """End a stream whose next chunk never came: one more (final, empty-chunk) step, the
-    record of the chunks that did come."""
-    if state.closed:
-        raise LiveOrderError(f"stream {state.id!r} is closed")
-    live = warm if warm is not None and warm.fits(state) else LiveWarm.replayed(state)
-    return _step(_with_chunk(state, None), live, final=True)
-
-
-def _with_chunk(state: LiveState, payload: bytes | None) -> LiveState:
-    events, data = list(state.events), list(state.data)
-    done_marker = state.done_marker
-    count = 0
-    if payload is not None:
-        framed = frame(payload.strip())
-        for found in framed.chunks:
-            events.append(found.event)
-            data.append(found.data)
-            count += 1
-        done_marker = done_marker or framed.done_marker
-    return msgspec.structs.replace(
-        state,
-        next_seq=state.next_seq + 1,
-        events=events,
-        data=data,
-        entry_chunks=[*state.entry_chunks, count],
-        done_marker=done_marker,
-    )
-
-
-def _chunks(state: LiveState) -> list[Chunk]:
-    return [
-        Chunk(position, event, data)
-        for position, (event, data) in enumerate(zip(state.events, state.data, strict=True))
+def _anywhere_markers() -> tuple[str, ...]:
+    markers: list[str] = list(TOOL_CALL_MARKERS)
+    for dialect in DIALECTS:
+        if dialect.kind != "phrase":
+            markers += [*dialect.openers, *dialect.closers]
+        elif dialect.standalone_closer:
+            markers += dialect.closers
+        markers += [*dialect.wrappers, *dialect.trailing_wrappers]
+    # A tag opener may carry attributes (`<think signature="...">`): its name and a space
+    # is as much a marker as the whole tag.
+    markers += [
+        marker[:-1] + " "
+        for dialect in DIALECTS
+        if dialect.kind == "tag"
+        for marker in dialect.openers
+        if marker.endswith(">")
     ]
+    return tuple(sorted({marker.lower() for marker in markers if marker}))
 
 
-def _decide_thought_label(state: LiveState, pieces: Sequence[Piece]) -> bool | None:
-    """Decided once, at the first chunk that brings visible text: from the model the stream
-    has named by then (Gemini and Gemma models may open with the label)."""
-    if not any(piece.text for piece in pieces):
-        return None
-    assembly = FORMATS_BY_NAME[state.format].assemble_stream(_chunks(state), state.done_marker)
-    try:
-        record = FORMATS_BY_NAME[state.format].read_body(
-            assembly.body, record_id=state.id, meta=None
-        )
-    except NormalizeError:
-        return False
-    return may_carry_thought_label(record.model)
+_ANYWHERE: Final = _anywhere_markers()
+"""Markers that may count wherever they stand (lower-cased: tags match in any case)."""
+_AT_START: Final = tuple(
+    sorted(
+        {
+            marker.lower()
+            for dialect in DIALECTS
+            if dialect.kind == "phrase"
+            for marker in dialect.openers
+        }
+        | {"thought\n", "thought\r\n"}
+    )
+)
+"""Markers that count only at the very start (phrases; Gemini's bare `thought` label)."""
+_ANYWHERE_SEARCH: Final = re.compile("|".join(re.escape(marker) for marker in _ANYWHERE))
+_LONGEST: Final = max(len(marker) for marker in (*_ANYWHERE, *_AT_START))
 
 
-class LiveWarm:
-    """What a stream's steps build up in one process: the assembly fed so far, the scanner
-    and the accumulations. Not part of the state (it cannot travel): a worker that applied a
-    stream's last chunk keeps it to apply the next one without replaying the stream; any
-    other worker, or a restarted one, replays the state (`replayed`) to the same result."""
+_ANYWHERE_PREFIXES: Final = frozenset(
+    marker[:length] for marker in _ANYWHERE for length in range(1, len(marker) + 1)
+)
 
-    def __init__(self, state: LiveState) -> None:
-        self.format = state.format
-        self.next_seq = state.next_seq
-        self.data = state.data
-        self.thought_label = state.thought_label
-        self.run = FORMATS_BY_NAME[state.format].start_stream()
-        self.extractor = IncrementalExtractor(thought_label=bool(state.thought_label))
-        self.combiner = _ThinkingCombiner()
-        self.text: list[str] = []
-        self.thinking: list[str] = []
 
-    @classmethod
-    def replayed(cls, state: LiveState) -> LiveWarm:
-        """Every applied chunk fed again, exactly as when it was applied."""
-        warm = cls(state)
-        for chunk in _chunks(state):
-            warm.run.feed(chunk)
+def _may_grow_into_marker(tail: str) -> int:
+    """How many characters at the end of `tail` may be the start of a marker (0: none)."""
+    lowered = tail[-_LONGEST:].lower()
+    for length in range(len(lowered), 0, -1):
+        if lowered[-length:] in _ANYWHERE_PREFIXES:
+            return length
+    return 0
+
+
+def _start_markers(thought_label: bool) -> tuple[str, ...]:
+    if thought_label:
+        return _AT_START
+    return tuple(marker for marker in _AT_START if not marker.startswith("thought"))
+
+
+class _Side:
+    """What a consumer has been shown of one accumulation, against what is certain.
+
+    `shown` may run ahead of the certain text (text given out before the scanner decided):
+    `ahead` is the part of `shown` the certain text has not reached yet; each certain addition
+    is checked against it, character by character, once."""
+
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+        self.certain: list[str] = []
+        self.ahead: deque[str] = deque()
+        self.ahead_length = 0
+
+    def joined_certain(self) -> str:
+        return "".join(self.certain)
+
+    def show(self, text: str) -> str:
+        """Give out provisional text (certain text may catch up with it later)."""
+        self.shown.append(text)
+        self.ahead.append(text)
+        self.ahead_length += len(text)
+        return text
+
+    def confirm(self, added: str) -> str | None:
+        """Certain text added: what to give out now, or None when it contradicts what was
+        shown (a revision is due). Each shown character is compared once."""
+        self.certain.append(added)
         position = 0
-        for count in state.entry_chunks:
-            pieces = _frozen(state.pieces[position : position + count])
-            position += count
-            warm.feed(pieces, final=False)
-        return warm
+        while position < len(added) and self.ahead:
+            front = self.ahead[0]
+            take = min(len(front), len(added) - position)
+            if added[position : position + take] != front[:take]:
+                return None
+            position += take
+            self.ahead_length -= take
+            if take == len(front):
+                self.ahead.popleft()
+            else:
+                self.ahead[0] = front[take:]
+        rest = added[position:]
+        if rest:
+            self.shown.append(rest)
+        return rest
 
-    def fits(self, state: LiveState) -> bool:
-        return (
-            self.next_seq == state.next_seq
-            and self.format == state.format
-            and self.thought_label == state.thought_label
-            and self.data == state.data
-        )
-
-    def feed(self, pieces: Sequence[Piece], *, final: bool) -> tuple[str, str]:
-        content, inline = self.extractor.feed("".join(piece.text for piece in pieces))
-        if final:
-            more_content, more_inline = self.extractor.flush()
-            content, inline = content + more_content, inline + more_inline
-        thinking = self.combiner.add(pieces, inline)
-        self.text.append(content)
-        self.thinking.append(thinking)
-        return content, thinking
-
-    def relabel(self, state: LiveState) -> None:
-        """The label was decided at this step: a scanner that knows it, fed what came before
-        (no visible text yet, by definition)."""
-        self.thought_label = state.thought_label
-        self.extractor = IncrementalExtractor(thought_label=bool(state.thought_label))
-        for _ in self.text:
-            self.extractor.feed("")
-
-
-def _frozen(stored: Sequence[tuple[str, str, str]]) -> list[Piece]:
-    return [Piece(text, thinking, block) for text, thinking, block in stored]
-
-
-def _step(state: LiveState, warm: LiveWarm, *, final: bool) -> LiveStep:
-    """The delta of the state's last entry (and, when `final`, the record)."""
-    seq = state.next_seq - 1
-    known = len(state.pieces)
-    for position in range(known, len(state.data)):
-        warm.run.feed(Chunk(position, state.events[position], state.data[position]))
-    added = warm.run.pieces()[known:]
-    state.pieces = [*state.pieces, *((p.text, p.thinking, repr(p.block)) for p in added)]
-    if state.thought_label is None:
-        state.thought_label = _decide_thought_label(state, added)
-        if state.thought_label is not None:
-            warm.relabel(state)
-    found_before = len(warm.extractor.found)
-    text, thinking = warm.feed(_frozen(state.pieces[known:]), final=final)
-    path = f"chunks[{seq}]"
-    output = _Output(
-        text,
-        thinking,
-        "".join(warm.text),
-        "".join(warm.thinking),
-        [leaked(item.code, path, item.dialect) for item in warm.extractor.found[found_before:]],
-    )
-    if not final:
-        warm.next_seq, warm.data = state.next_seq, state.data
-        return LiveStep(state, _delta(state, seq, output, record=None), None, warm=warm)
-    closed = msgspec.structs.replace(
-        state, closed=True, events=[], data=[], entry_chunks=[], pieces=[]
-    )
-    try:
-        record, _ = read_chunks(
-            _chunks(state),
-            state.done_marker,
-            state.format,
-            record_id=state.id,
-            meta=meta_object(state.meta),
-        )
-    except NormalizeError as error:
-        return LiveStep(closed, _delta(state, seq, output, record=None, final=True), None, error)
-    return LiveStep(closed, _delta(state, seq, output, record=record, final=True), record)
+    def reset_to_certain(self) -> str:
+        whole = self.joined_certain()
+        self.certain = [whole]
+        self.shown = [whole]
+        self.ahead.clear()
+        self.ahead_length = 0
+        return whole
 
 
 class _Output(NamedTuple):
     text: str
     thinking: str
-    accumulated_text: str
-    accumulated_thinking: str
     detections: list[Detection]
+    revision: RevisionDirection | None
+
+
+class LiveStream:
+    """A stream's engine: the assembly fed so far, the scanner, and what was shown. Built at
+    `seq` 0 (`start`), from the log (`restore`), or brought up to date (`catch_up`)."""
+
+    def __init__(self, state: LiveState, *, prompt_table: bool = True) -> None:
+        self.state = state
+        self.prompt_table = prompt_table
+        self.run = FORMATS_BY_NAME[state.format].start_stream()
+        self.chunks: list[Chunk] = []
+        self.done_marker = False
+        self.position = 0
+        """Log elements fed (the `seq` of the next chunk)."""
+        self.thought_label: bool | None = None
+        self.prompt_thinking: bool | None = state.prompt_thinking
+        self.extractor = IncrementalExtractor()
+        self.combiner = _ThinkingCombiner()
+        self.text = _Side()
+        self.thinking = _Side()
+        self.speculating = True
+        """No delimiter decided yet: visible text is given out as it comes (see `_speculate`)."""
+        self.frozen = False
+        """A marker came while speculating: nothing more is given out until the scanner
+        decides."""
+        self.unshown = ""
+        """Visible text fed while speculating and not given out yet."""
+        self.seen_text = False
+        self.gave_visible = False
+        self.native_seen = False
+        self.size = 0
+        """Bytes of chunk data held (for a worker's bound on kept engines)."""
+
+    @classmethod
+    def start(cls, chunk: LiveChunk, *, prompt_table: bool = True) -> LiveStream:
+        """A new stream, for its chunk of `seq` 0."""
+        check_chunk(chunk)
+        if chunk.seq != 0:
+            raise LiveOrderError(f"chunk {chunk.seq} of {chunk.stream!r}; expected 0")
+        state = LiveState(
+            version=STATE_VERSION,
+            format=chunk.format,
+            id=chunk.stream,
+            token=secrets.token_hex(8),
+            next_seq=0,
+            meta=chunk.meta,
+        )
+        return cls(state, prompt_table=prompt_table)
+
+    @classmethod
+    def restore(
+        cls, state: LiveState, log: Sequence[bytes], *, prompt_table: bool = True
+    ) -> LiveStream:
+        """The engine of `state`, from its whole log."""
+        engine = cls(state, prompt_table=prompt_table)
+        engine.catch_up(state, log)
+        return engine
+
+    def fits(self, state: LiveState) -> bool:
+        """Whether this engine is of `state`'s stream and not ahead of it."""
+        return (
+            self.state.token == state.token
+            and self.state.id == state.id
+            and self.position <= state.next_seq
+            and not state.closed
+        )
+
+    def catch_up(self, state: LiveState, log_tail: Sequence[bytes]) -> None:
+        """Feed the log elements from `self.position` on (applied by others meanwhile)."""
+        if self.position + len(log_tail) != state.next_seq:
+            raise LiveOrderError(
+                f"log of {state.id!r} ends at {self.position + len(log_tail)}, "
+                f"state at {state.next_seq}"
+            )
+        for element in log_tail:
+            done, chunks = _LOG_DECODER.decode(element)
+            self._feed(chunks, done=done, final=False, seq=self.position)
+        self.state = state
+        if state.prompt_thinking is not None:
+            self.prompt_thinking = state.prompt_thinking
+
+    def apply(self, chunk: LiveChunk, *, max_state_bytes: int | None = None) -> LiveStep:
+        """Apply the stream's next chunk. A stream whose logged chunks would exceed
+        `max_state_bytes` ends with this chunk (its record then says what the chunks say:
+        `truncated_stream` unless this was the terminal event). The engine moves on: if the
+        step is not committed, the engine must be dropped."""
+        check_chunk(chunk)
+        if self.state.closed:
+            raise LiveOrderError(f"stream {chunk.stream!r} is closed")
+        if chunk.seq != self.position or chunk.seq != self.state.next_seq:
+            raise LiveOrderError(
+                f"chunk {chunk.seq} of {chunk.stream!r}; expected {self.state.next_seq}"
+            )
+        found: list[tuple[str | None, bytes]] = []
+        done = False
+        if chunk.payload is not None:
+            framed = frame(chunk.payload.strip())
+            found = [(item.event, item.data) for item in framed.chunks]
+            done = framed.done_marker
+        stored = self.state.stored_bytes + sum(len(data) for _, data in found)
+        over = max_state_bytes is not None and stored > max_state_bytes
+        final = chunk.final or over
+        logged = _LOG_ENCODER.encode((done, found))
+        output = self._feed(found, done=done, final=final, seq=chunk.seq)
+        self.state = msgspec.structs.replace(
+            self.state,
+            next_seq=self.state.next_seq + 1,
+            stored_bytes=stored,
+            prompt_thinking=self.prompt_thinking,
+        )
+        return self._step(output, final=final, logged=logged)
+
+    def close(self) -> LiveStep:
+        """End a stream whose next chunk never came: one more (final, empty) step, the record
+        of the chunks that did come."""
+        if self.state.closed:
+            raise LiveOrderError(f"stream {self.state.id!r} is closed")
+        output = self._feed([], done=False, final=True, seq=self.state.next_seq)
+        self.state = msgspec.structs.replace(self.state, next_seq=self.state.next_seq + 1)
+        return self._step(output, final=True, logged=b"")
+
+    def _feed(
+        self, found: Sequence[tuple[str | None, bytes]], *, done: bool, final: bool, seq: int
+    ) -> _Output:
+        first = len(self.chunks)
+        for event, data in found:
+            chunk = Chunk(len(self.chunks), event, data)
+            self.chunks.append(chunk)
+            self.run.feed(chunk)
+            self.size += len(data)
+        self.done_marker = self.done_marker or done
+        self.position += 1
+        pieces = self.run.pieces_since(first)
+        visible = "".join(piece.text for piece in pieces)
+        if visible and not self.seen_text:
+            self._decide(pieces)
+        self.native_seen = self.native_seen or any(piece.thinking for piece in pieces)
+        found_before = len(self.extractor.found)
+        content, inline = self.extractor.feed(visible)
+        if final:
+            more_content, more_inline = self.extractor.flush()
+            content, inline = content + more_content, inline + more_inline
+        thinking = self.combiner.add(pieces, inline)
+        if self.speculating and not (content or inline or final or self._decided(found_before)):
+            was_frozen = self.frozen
+            text_out, thinking_out = self._speculate(visible)
+            if self.frozen and not was_frozen:  # a marker came: have it decided now
+                more_content, more_inline = self.extractor.decide_now()
+                content, inline = content + more_content, inline + more_inline
+                thinking += self.combiner.add([], more_inline)
+            if self.frozen and (content or inline or self._decided(found_before)):
+                output = self._confirm(content, thinking, final=final)
+                if output.revision is None:
+                    output = output._replace(
+                        text=text_out + output.text, thinking=thinking_out + output.thinking
+                    )
+                return self._with_detections(output, found_before, seq)
+            shown_thinking = self.thinking.confirm(thinking) if thinking else ""
+            if shown_thinking is None:  # native thinking against thinking shown from text
+                return self._with_detections(self._revise(), found_before, seq)
+            self.text.certain.append(content)
+            return self._with_detections(
+                _Output(text_out, shown_thinking + thinking_out, [], None), found_before, seq
+            )
+        return self._with_detections(
+            self._confirm(content, thinking, final=final), found_before, seq
+        )
+
+    def _decided(self, found_before: int) -> bool:
+        return len(self.extractor.found) > found_before
+
+    def _with_detections(self, output: _Output, found_before: int, seq: int) -> _Output:
+        path = f"chunks[{seq}]"
+        found = [
+            leaked(item.code, path, item.dialect) for item in self.extractor.found[found_before:]
+        ]
+        return output._replace(detections=found)
+
+    def _decide(self, pieces: Sequence[Piece]) -> None:
+        """At the first chunk that brings visible text, from the model the stream has named
+        by then: whether the text may open with Gemini's `thought` label, and whether it
+        starts as thinking. The scanner is made anew for the label (it saw no text yet)."""
+        self.seen_text = True
+        model = self._model()
+        self.thought_label = may_carry_thought_label(model)
+        self.extractor = IncrementalExtractor(thought_label=self.thought_label)
+        if self.prompt_thinking is None:
+            meta = meta_object(self.state.meta)
+            self.prompt_thinking = (
+                not self.native_seen
+                and not any(piece.thinking for piece in pieces)
+                and opens_in_prompt(model, meta, use_table=self.prompt_table)
+            )
+
+    def _model(self) -> str | None:
+        row = FORMATS_BY_NAME[self.state.format]
+        assembly = row.assemble_stream(self.chunks, self.done_marker)
+        try:
+            record = row.read_body(assembly.body, record_id=self.state.id, meta=None)
+        except NormalizeError:
+            return None
+        return record.model
+
+    def _speculate(self, visible: str) -> tuple[str, str]:
+        """Give out the visible text that came while no delimiter is decided, up to a marker
+        (then hold everything until the scanner decides) or to what may still grow into one.
+        Into the text, or, for a stream that starts as thinking, into the thinking (trimmed at
+        both ends, as the record's thinking is)."""
+        if self.frozen:
+            self.unshown += visible
+            return "", ""
+        self.unshown += visible
+        if not self.gave_visible:  # phrases (and Gemini's label) count only at the start
+            start = self.unshown.lstrip().lower()
+            markers = _start_markers(bool(self.thought_label))
+            if any(start.startswith(marker) for marker in markers):
+                self.frozen = True
+                return "", ""
+            if any(marker.startswith(start) for marker in markers):
+                return "", ""
+        hit = _ANYWHERE_SEARCH.search(self.unshown.lower())
+        if hit is not None:
+            give, self.unshown = self.unshown[: hit.start()], self.unshown[hit.start() :]
+            self.frozen = True
+        else:
+            cut = len(self.unshown) - _may_grow_into_marker(self.unshown)
+            give, self.unshown = self.unshown[:cut], self.unshown[cut:]
+        if not self.gave_visible and give.isspace():  # leading whitespace: trimmed if
+            self.unshown = give + self.unshown  # anything is removed later
+            return "", ""
+        if not give:
+            return "", ""
+        self.gave_visible = True
+        if not self.prompt_thinking:
+            return self.text.show(give), ""
+        if not self.thinking.shown and not self.thinking.ahead:
+            give = give.lstrip()
+        kept = give.rstrip()
+        self.unshown = give[len(kept) :] + self.unshown
+        return "", self.thinking.show(kept) if kept else ""
+
+    def _confirm(self, content: str, thinking: str, *, final: bool) -> _Output:
+        """Certain text and thinking added: what to give out, or a revision."""
+        self.speculating = False
+        self.unshown = ""
+        text_out = self.text.confirm(content)
+        thinking_out = self.thinking.confirm(thinking)
+        if text_out is None or thinking_out is None:
+            return self._revise(text_wrong=text_out is None)
+        if final and (self.text.ahead_length or self.thinking.ahead_length):
+            return self._revise(text_wrong=bool(self.text.ahead_length))
+        return _Output(text_out, thinking_out, [], None)
+
+    def _revise(self, *, text_wrong: bool = False) -> _Output:
+        if self.speculating:  # give out nothing more until the scanner decides
+            self.frozen = True
+        self.text.reset_to_certain()
+        self.thinking.reset_to_certain()
+        direction: RevisionDirection = "text_to_thinking" if text_wrong else "thinking_to_text"
+        return _Output("", "", [], direction)
+
+    def _step(self, output: _Output, *, final: bool, logged: bytes) -> LiveStep:
+        seq = self.state.next_seq - 1
+        revision = None
+        if output.revision is not None:
+            revision = Revision(
+                direction=output.revision,
+                accumulated_text=self.text.shown[0] if self.text.shown else "",
+                accumulated_thinking=self.thinking.shown[0] if self.thinking.shown else "",
+            )
+        delta = Delta(
+            id=self.state.id,
+            seq=seq,
+            delta=DeltaText(text=output.text, thinking=output.thinking),
+            accumulated_text=revision.accumulated_text if revision else None,
+            accumulated_thinking=revision.accumulated_thinking if revision else None,
+            is_thinking=bool(output.thinking) and not output.text,
+            detections=output.detections or None,
+            revision=revision,
+        )
+        if not final:
+            return LiveStep(self.state, delta, None, logged=logged, revision=output.revision)
+        self.state = msgspec.structs.replace(self.state, closed=True)
+        delta.is_final = True
+        delta.accumulated_text = "".join(self.text.shown)
+        delta.accumulated_thinking = "".join(self.thinking.shown)
+        try:
+            record, _ = read_chunks(
+                self.chunks,
+                self.done_marker,
+                self.state.format,
+                record_id=self.state.id,
+                meta=meta_object(self.state.meta),
+            )
+        except NormalizeError as error:
+            return LiveStep(self.state, delta, None, error, logged, output.revision)
+        delta.usage = record.usage
+        delta.detections = record.detections
+        return LiveStep(self.state, delta, record, None, logged, output.revision)
 
 
 class _ThinkingCombiner:
@@ -392,27 +617,3 @@ class _ThinkingCombiner:
             out.append(inline)
             self.inline_started, self.last_inline = True, True
         return "".join(out)
-
-
-def _delta(
-    state: LiveState,
-    seq: int,
-    output: _Output,
-    *,
-    record: Record | None,
-    final: bool = False,
-) -> Delta:
-    detections: list[Detection] | None = output.detections or None
-    if record is not None:
-        detections = record.detections
-    return Delta(
-        id=state.id,
-        seq=seq,
-        delta=DeltaText(text=output.text, thinking=output.thinking),
-        accumulated_text=output.accumulated_text,
-        accumulated_thinking=output.accumulated_thinking,
-        is_thinking=bool(output.thinking) and not output.text,
-        is_final=final,
-        usage=record.usage if record is not None else None,
-        detections=detections,
-    )

@@ -17,7 +17,7 @@ from faststream.specification import AsyncAPI
 
 from thoughtline import __name__ as package_name
 from thoughtline.contract.errors import NormalizeReason
-from thoughtline.contract.record import Delta, Entry, Record
+from thoughtline.contract.record import Delta, Entry, LiveEntry, Record
 from thoughtline.worker.app import Worker
 from thoughtline.worker.settings import Settings
 
@@ -46,7 +46,8 @@ def asyncapi_document() -> bytes:
     broker.publisher(
         stream=settings.deltas_stream,
         title="deltas",
-        description="One delta per chunk, for entries published with deltas=1.",
+        description="One delta per chunk: of a live stream (live entries), or of a recorded "
+        "stream published with deltas=1.",
     )
     from importlib.metadata import version
 
@@ -59,6 +60,7 @@ def asyncapi_document() -> bytes:
     ).to_specification()
     document: dict[str, Any] = msgspec.json.decode(specification.to_json())
     _fill_payloads(document)
+    _add_live_entry(document)
     # Sorted keys: FastStream's channel order varies from one process to the next.
     return msgspec.json.format(msgspec.json.encode(document, order="sorted"), indent=2) + b"\n"
 
@@ -91,6 +93,25 @@ def _fill_payloads(document: dict[str, Any]) -> None:
     )
     dead_letter["additionalProperties"] = True
     schemas["dead:Message:Payload"] = dead_letter
+
+
+def _add_live_entry(document: dict[str, Any]) -> None:
+    """The live entry, a message of its own on the input stream (docs/live.md): one raw chunk
+    of a response still streaming. FastStream knows one message per subscriber."""
+    (live,), components = msgspec.json.schema_components([LiveEntry], ref_template=_REF)
+    document["components"]["schemas"].update(components)
+    document["components"]["schemas"]["raw:LiveMessage:Payload"] = live
+    document["components"]["messages"]["raw:LiveMessage"] = {
+        "title": "raw:LiveMessage",
+        "summary": "One chunk of a response still streaming (a `stream` field marks it).",
+        "payload": {"$ref": "#/components/schemas/raw:LiveMessage:Payload"},
+    }
+    document["channels"]["raw"]["messages"]["LiveMessage"] = {
+        "$ref": "#/components/messages/raw:LiveMessage"
+    }
+    document["operations"]["raw"]["messages"].append(
+        {"$ref": "#/channels/raw/messages/LiveMessage"}
+    )
 
 
 def _json_string(schema: dict[str, Any]) -> dict[str, Any]:

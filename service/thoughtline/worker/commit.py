@@ -111,8 +111,9 @@ COMMIT_SCRIPT: Final = (
 -- or 2 (acknowledged now, but committed before the group was lost: nothing added again).
 -- The committed record (a sorted set): the member of score -1 is the low mark, every entry up
 -- to it is committed; that of score -2 the high mark ('>' and the newest id committed); the
--- others, scored by their millisecond part, are entries between the marks NOT committed
--- (pending when the high mark passed them).
+-- others, '!' and an id scored by its millisecond part, are entries between the marks NOT
+-- committed (pending when the high mark passed them). The prefix keeps them apart from the
+-- ids the live script records as committed in the same set.
 -- Nothing can fail once the first XACK has written (a script is not rolled back): the output
 -- keys' types are checked first, and the XACK comes before any write Redis may refuse at
 -- maxmemory (after a script's first write Redis lets the rest through).
@@ -143,9 +144,9 @@ while position <= #ARGV do
     if low and not id_less(low, entry_id) then
       acknowledged = 2
     elseif high and not id_less(high, entry_id) then
-      local score = listed and redis.call('ZSCORE', committed, entry_id)
+      local score = listed and redis.call('ZSCORE', committed, '!' .. entry_id)
       if score then
-        finished[#finished + 1] = entry_id  -- listed as not committed: it is now
+        finished[#finished + 1] = '!' .. entry_id  -- listed as not committed: it is now
       else
         acknowledged = 2
       end
@@ -175,8 +176,8 @@ while position <= #ARGV do
 end
 if highest then
   if #finished > 0 then  -- out of the list (re-scored, then dropped: the ACL grants no ZREM)
-    for _, entry_id in ipairs(finished) do
-      redis.call('ZADD', committed, -3, entry_id)
+    for _, member in ipairs(finished) do
+      redis.call('ZADD', committed, -3, member)
     end
     redis.call('ZREMRANGEBYSCORE', committed, -3, -3)
   end
@@ -193,7 +194,7 @@ if highest then
       local marks = {}
       for _, item in ipairs(pending) do
         marks[#marks + 1] = split_id(item[1])
-        marks[#marks + 1] = item[1]
+        marks[#marks + 1] = '!' .. item[1]
         if #marks >= 1000 then
           redis.call('ZADD', committed, unpack(marks))
           marks = {}

@@ -22,7 +22,7 @@ from faststream.redis.parser.binary import BinaryMessageFormatV1
 
 from thoughtline.api import inspect_request, normalize, normalize_with_deltas
 from thoughtline.contract.errors import NormalizeError
-from thoughtline.contract.record import Detection, Record, encode
+from thoughtline.contract.record import Delta, Detection, Record, encode
 from thoughtline.inspection import RequestInspection
 from thoughtline.worker.settings import Settings
 
@@ -315,7 +315,11 @@ def _normalize_entry(
     return record, [_delta_output(delta, record, settings) for delta in deltas], None
 
 
-def _delta_output(delta: msgspec.Struct, record: Record, settings: Settings) -> Output:
+def _delta_output(delta: Delta, record: Record, settings: Settings) -> Output:
+    """A delta as the deltas stream holds it: the accumulations on the final delta only, so
+    a stream's deltas take O(its text) (`thoughtline.client.Accumulations` fills them in)."""
+    if not delta.is_final:
+        delta = msgspec.structs.replace(delta, accumulated_text=None, accumulated_thinking=None)
     fields = [b"delta", msgspec.json.encode(delta), b"id", record.id.encode()]
     return Output(settings.deltas_stream, [*fields, b"format", record.format.encode()])
 

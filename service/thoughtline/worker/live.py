@@ -5,21 +5,34 @@ A live entry is an input entry with a `stream` field (the response's id), `seq`,
 raw chunk as `payload`, and `final=1` on the last. Per stream, Redis holds (all keys beside the
 input stream, in its hash tag, so one slot on Cluster):
 
-- `<input>:live:state:<stream>`: a hash, `seq` (the next chunk's) and `state` (the encoded
-  `streams.live.LiveState`); after the end a tombstone (`closed` 1) that turns late and
-  repeated chunks away. Every write renews its TTL (`THOUGHTLINE_LIVE_TTL_SECONDS`).
+- `<input>:live:state:<stream>`: a hash, `seq` (the next chunk's), `token` (the stream's, made
+  at `seq` 0) and `state` (the encoded `streams.live.LiveState`, of constant size); after the
+  end a tombstone (`closed` 1) that turns late and repeated chunks away.
+- `<input>:live:log:<stream>`: a hash, per applied `seq` the chunks its entry held (the log the
+  record is read from at the end, and any worker rebuilds the stream from); only ever added to.
 - `<input>:live:parked:<stream>`: chunks that came before their predecessor, by `seq`.
 - `<input>:live:open`: a sorted set of open streams scored by their last progress (ms).
+Every write renews the stream's keys' TTL (`THOUGHTLINE_LIVE_TTL_SECONDS`).
 
-`LIVE_SCRIPT` commits one step atomically: it checks the stream's `seq` is still the one the
-step was computed from, acknowledges the input entry (or takes the chunk out of the parked
-hash), writes the new state and adds the delta (and, at the end, the record). A step computed
-from a state another worker has moved on from adds nothing and is computed again, so a chunk is
-applied once, in order, whichever worker gets it. A chunk ahead of its stream is parked (in the
-same kind of atomic step: acknowledged and stored) and applied right after its predecessor, by
-the worker that applied it or, if that one died, by any worker's sweep (`sweep`, every
-`interval`), which also closes streams idle for `THOUGHTLINE_LIVE_IDLE_MS` as truncated.
-Nothing here blocks other streams: a waiting chunk is no longer pending in the group.
+`LIVE_SCRIPT` commits a run of steps of one stream atomically, one after the other: each
+checks the stream is still at the `seq` (and token) the step was computed from, acknowledges
+the input entry (or takes the chunk out of the parked hash), adds the step's log element,
+writes the new state and adds the delta (and, at the end, the record and dead letters). A step
+computed from a stream another worker has moved on from adds nothing and is computed again, so
+a chunk is applied once, in order, whichever worker gets it. A worker keeps the engine of each
+stream it applied (`streams.live.LiveStream`) and computes the next run from it without reading
+Redis first (the script's checks say whether it was still current); an engine that is behind
+reads only the log elements it missed. A chunk ahead of its stream is parked (in the same kind
+of atomic step: acknowledged and stored) and applied right after its predecessor, by the worker
+that applied it or, if that one died, by any worker's sweep (`sweep`, every `interval`), which
+also closes streams idle for `THOUGHTLINE_LIVE_IDLE_MS` as truncated. Nothing here blocks other
+streams: a waiting chunk is no longer pending in the group.
+
+As in the batch commit (`worker/commit.py`), nothing is acknowledged whose output cannot be
+written: the script checks every key's type before its first write, its first write is the
+`XACK` (Redis refuses a script's writes at `maxmemory` only before its first one), and a
+refused script is retried for as long as the refusal lasts. The entries it acknowledges are
+added to the committed-ids record, so a lost consumer group republishes no live stream.
 
 Only commands a worker's ACL already grants are used: a parked chunk is taken out by setting
 it empty, a closed stream leaves the open set by its score (-1) and the keys expire.
@@ -28,11 +41,13 @@ it empty, a closed stream leaves the open set by its score (-1) and the keys exp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import struct
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Sequence
-from typing import Final, NamedTuple, cast
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Final, NamedTuple, TypeVar, cast
 
 import msgspec
 from redis import exceptions as redis_errors
@@ -41,128 +56,231 @@ from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import encode
 from thoughtline.streams.live import (
     LiveChunk,
+    LiveOrderError,
     LiveState,
     LiveStep,
-    LiveWarm,
-    apply_chunk,
+    LiveStream,
     check_chunk,
-    close_stream,
     decode_state,
     encode_state,
-    state_size,
 )
+from thoughtline.worker.commit import STREAM_IDS_LUA, Committer, committed_key
 from thoughtline.worker.connections import RedisClient
-from thoughtline.worker.entries import DeliveredEntry, Fields
+from thoughtline.worker.entries import DeliveredEntry, Fields, Outcome, Output
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.retry import TRANSIENT_ERRORS, Backoff, is_write_refusal
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 STREAM_FIELD: Final = b"stream"
 SWEEP_PAGE: Final = 500
 """Open streams looked at per sweep step."""
-WARM_STREAMS: Final = 1000
-"""Streams whose last step this worker keeps (`streams.live.LiveWarm`), the most recent."""
-WARM_BYTES: Final = 64 * 1024 * 1024
-"""At most this much stored chunk data behind the kept steps (a kept step holds about its
-stream's chunks again, decoded): the oldest go first."""
+KEPT_STREAMS: Final = 1000
+"""Streams whose engine this worker keeps, the most recent."""
+KEPT_BYTES: Final = 64 * 1024 * 1024
+"""At most this much chunk data behind the kept engines: the oldest go first."""
+INLINE_BYTES: Final = 64 * 1024
+"""A run of steps that reads more chunk data than this (its own chunks, or the log of a stream
+this worker rebuilds) is computed in a worker thread, so a large chunk or a long stream never
+stops the event loop (`/healthz`, other streams, SIGTERM)."""
+PARKED_RUN: Final = 32
+"""Parked chunks fetched at once when a stream may continue with them."""
 
-LIVE_SCRIPT: Final = """
--- KEYS: 1 input stream, 2 deltas, 3 output, 4 dead letters, 5 state hash, 6 parked hash,
--- 7 open streams (zset). ARGV: 1 group, 2 mode, 3 stream id, 4 the seq the step was computed
--- at, 5 entry id (mode 'close': the idle time in ms), 6 ttl seconds, 7 now (ms), then:
---   'park': 8 the parked chunk, 9.. the dead letter's items (added if the stream is closed)
---   'apply' (the entry's chunk), 'parked' (the parked chunk at seq ARGV[4]), 'close' (none):
---     8 new seq, 9 state, 10 closed ('1'/'0'), 11 delta ('' none), 12 format,
---     13 record ('' none), 14 n dead letters, then per dead letter: item count, items
--- Returns {1} done, {2} parked, {3} acknowledged only (applied before), {4} dead-lettered
--- (the stream is closed), {0} the entry is no longer pending, {-1} the stream is no longer
--- at ARGV[4] (nothing done: compute again).
-local mode, stream, at, entry_id = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local ttl, now = tonumber(ARGV[6]), ARGV[7]
-local state = redis.call('HMGET', KEYS[5], 'seq', 'closed')
-local current = state[1] or '0'
-local closed = state[2] == '1'
-if mode == 'park' then
-  local seq = tonumber(at)
-  if not closed and seq == tonumber(current) then
-    return {-1}
-  end
-  if redis.call('XACK', KEYS[1], ARGV[1], entry_id) == 0 then
-    return {0}
-  end
-  if seq < tonumber(current) then
-    return {3}
-  end
-  if closed then
-    redis.call('XADD', KEYS[4], '*', unpack(ARGV, 9, #ARGV))
-    return {4}
-  end
-  redis.call('HSET', KEYS[6], at, ARGV[8])
-  redis.call('EXPIRE', KEYS[6], ttl)
-  if seq > tonumber(redis.call('HGET', KEYS[5], 'parked_max') or '-1') then
-    redis.call('HSET', KEYS[5], 'parked_max', at)
-  end
-  redis.call('EXPIRE', KEYS[5], ttl)
-  if not redis.call('ZSCORE', KEYS[7], stream) then
-    redis.call('ZADD', KEYS[7], now, stream)
-  end
-  return {2}
-end
-if current ~= at or closed then
-  return {-1}
-end
-if mode == 'apply' then
-  if redis.call('XACK', KEYS[1], ARGV[1], entry_id) == 0 then
-    return {0}
-  end
-elseif mode == 'parked' then
-  local parked = redis.call('HGET', KEYS[6], at)
-  if not parked or parked == '' then
-    return {-1}
-  end
-  redis.call('HSET', KEYS[6], at, '')
-else  -- 'close': only if still idle (a chunk may have been applied since the sweep looked)
-  local score = redis.call('ZSCORE', KEYS[7], stream)
-  if score and tonumber(now) - tonumber(score) < tonumber(entry_id) then
-    return {-1}
+LIVE_SCRIPT: Final = (
+    STREAM_IDS_LUA
+    + """
+-- KEYS: 1 input stream, 2 deltas, 3 output, 4 dead letters, 5 open streams (zset), 6 committed
+-- ids (zset), then per live stream three: its state hash, parked hash, log hash.
+-- ARGV: 1 group, 2 ttl seconds, 3 now (ms), then per live stream: its id, its step count,
+-- then each step as one msgpack array (one argument: far less to pack and send than its
+-- fields one by one):
+--   mode, entry id (mode 'close': the idle time in ms), at (the seq it was computed at),
+--   token (the stream's; at seq 0 the new one), then
+--   'park': the parked chunk, the dead letter's items (added if the stream is closed)
+--   'apply' (the entry's chunk), 'parked' (the parked chunk at seq `at`), 'close' (none):
+--     new seq, state, closed ('1'/'0'), log element ('' none), delta ('' none), format,
+--     record ('' none), the dead letters (each a list of items)
+-- Returns per live stream a list: per step tried 1 applied, 2 parked, 3 acknowledged only
+-- (applied before, or committed before the group was lost), 4 dead-lettered (the stream is
+-- closed), 0 the entry is no longer pending, -1 the stream is not at `at` (nothing done; its
+-- later steps are not tried: compute again); then 1 if the chunk the stream now needs is
+-- parked, else 0.
+local expected = {'stream', 'stream', 'stream', 'zset', 'zset'}
+for index = 2, #KEYS do
+  local wanted = expected[index - 1] or 'hash'
+  local key_type = redis.call('TYPE', KEYS[index])['ok']
+  if key_type ~= wanted and key_type ~= 'none' then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[index] .. ' holds a ' .. key_type)
   end
 end
-redis.call('HSET', KEYS[5], 'seq', ARGV[8], 'state', ARGV[9], 'closed', ARGV[10])
-redis.call('EXPIRE', KEYS[5], ttl)
-if ARGV[11] ~= '' then
-  redis.call('XADD', KEYS[2], '*', 'delta', ARGV[11], 'id', stream, 'format', ARGV[12])
-end
-if ARGV[13] ~= '' then
-  redis.call('XADD', KEYS[3], '*', 'record', ARGV[13], 'id', stream, 'format', ARGV[12])
-end
-local position = 15
-for _ = 1, tonumber(ARGV[14]) do
-  local count = tonumber(ARGV[position])
-  redis.call('XADD', KEYS[4], '*', unpack(ARGV, position + 1, position + count))
-  position = position + 1 + count
-end
-if ARGV[10] == '1' then
-  redis.call('ZADD', KEYS[7], -1, stream)
-  redis.call('ZREMRANGEBYSCORE', KEYS[7], -1, -1)
-  redis.call('EXPIRE', KEYS[6], 1)
-else
-  redis.call('ZADD', KEYS[7], now, stream)
-  redis.call('EXPIRE', KEYS[6], ttl)
-end
-return {1}
-"""
-"""One step of one live stream, atomically (see the module's docstring)."""
-
-DEAD_LETTER_SCRIPT: Final = """
--- KEYS: 1 input stream, 2 dead letters. ARGV: 1 group, 2 entry id, 3.. the dead letter's items.
-if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 1 then
-  redis.call('XADD', KEYS[2], '*', unpack(ARGV, 3, #ARGV))
+local group, ttl, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local open_key, committed = KEYS[5], KEYS[6]
+local low = redis.call('ZRANGEBYSCORE', committed, -1, -1, 'LIMIT', 0, 1)[1]
+local marked = #redis.call('ZRANGEBYSCORE', committed, 0, '+inf', 'LIMIT', 0, 1) > 0
+local added, highest = {}, nil
+local function acknowledge(entry_id)  -- 1 now, 0 not pending, 2 committed before group loss
+  if redis.call('XACK', KEYS[1], group, entry_id) == 0 then
+    return 0
+  end
+  if highest == nil or id_less(highest, entry_id) then
+    highest = entry_id
+  end
+  if (low and not id_less(low, entry_id))
+      or (marked and redis.call('ZSCORE', committed, entry_id)) then
+    return 2
+  end
+  added[#added + 1] = entry_id
   return 1
 end
-return 0
+local all_results = {}
+local position = 4
+local stream_number = 0
+while position <= #ARGV do
+  local stream, step_count = ARGV[position], tonumber(ARGV[position + 1])
+  position = position + 2
+  local base = 7 + 3 * stream_number
+  stream_number = stream_number + 1
+  local state_key, parked_key, log_key = KEYS[base], KEYS[base + 1], KEYS[base + 2]
+  local results = {}
+  local stopped = false
+  for _ = 1, step_count do
+    local step = cmsgpack.unpack(ARGV[position])
+    position = position + 1
+    local mode, entry_id, at, token = step[1], step[2], step[3], step[4]
+    local state = redis.call('HMGET', state_key, 'seq', 'closed', 'token')
+    local current = state[1] or '0'
+    local closed = state[2] == '1'
+    local result = nil
+    if mode == 'park' then
+      local parked, items = step[5], step[6]
+      local seq = tonumber(at)
+      if stopped or (not closed and seq == tonumber(current)) then
+        result = -1
+      else
+        local acknowledged = acknowledge(entry_id)
+        if acknowledged == 0 then
+          result = 0
+        elseif acknowledged == 2 or seq < tonumber(current) then
+          result = 3
+        elseif closed then
+          redis.call('XADD', KEYS[4], '*', unpack(items))
+          result = 4
+        else
+          redis.call('HSET', parked_key, at, parked)
+          redis.call('EXPIRE', parked_key, ttl)
+          redis.call('EXPIRE', log_key, ttl)  -- the log lives as long as the state
+          if seq > tonumber(redis.call('HGET', state_key, 'parked_max') or '-1') then
+            redis.call('HSET', state_key, 'parked_max', at)
+          end
+          redis.call('EXPIRE', state_key, ttl)
+          if not redis.call('ZSCORE', open_key, stream) then
+            redis.call('ZADD', open_key, now, stream)
+          end
+          result = 2
+        end
+      end
+    else
+      local new_seq, new_state, now_closed = step[5], step[6], step[7]
+      local logged, delta, format = step[8], step[9], step[10]
+      local record, dead = step[11], step[12]
+      if stopped or current ~= at or closed or (at ~= '0' and state[3] ~= token) then
+        result = -1
+      elseif mode == 'apply' then
+        local acknowledged = acknowledge(entry_id)
+        if acknowledged ~= 1 then
+          result = acknowledged == 0 and 0 or 3
+        end
+      elseif mode == 'parked' then
+        local parked = redis.call('HGET', parked_key, at)
+        if not parked or parked == '' then
+          result = -1
+        else
+          redis.call('HSET', parked_key, at, '')
+        end
+      else  -- 'close': only if still idle (a chunk may have been applied since the sweep looked)
+        local score = redis.call('ZSCORE', open_key, stream)
+        if score and tonumber(now) - tonumber(score) < tonumber(entry_id) then
+          result = -1
+        end
+      end
+      if result == nil then
+        redis.call('HSET', state_key, 'seq', new_seq, 'state', new_state, 'closed', now_closed,
+                   'token', token)
+        redis.call('EXPIRE', state_key, ttl)
+        if delta ~= '' then
+          redis.call('XADD', KEYS[2], '*', 'delta', delta, 'id', stream, 'format', format)
+        end
+        if record ~= '' then
+          redis.call('XADD', KEYS[3], '*', 'record', record, 'id', stream, 'format', format)
+        end
+        for _, items in ipairs(dead) do
+          redis.call('XADD', KEYS[4], '*', unpack(items))
+        end
+        if now_closed == '1' then
+          redis.call('ZADD', open_key, -1, stream)
+          redis.call('ZREMRANGEBYSCORE', open_key, -1, -1)
+          redis.call('EXPIRE', parked_key, 1)
+          redis.call('EXPIRE', log_key, 1)
+        else
+          if logged ~= '' then
+            redis.call('HSET', log_key, at, logged)
+          end
+          redis.call('EXPIRE', log_key, ttl)
+          redis.call('ZADD', open_key, now, stream)
+          redis.call('EXPIRE', parked_key, ttl)
+        end
+        result = 1
+      end
+    end
+    results[#results + 1] = result
+    stopped = stopped or result == -1
+  end
+  -- Last: whether the chunk the stream now needs is parked (then it is applied right away).
+  local now_at = redis.call('HMGET', state_key, 'seq', 'closed')
+  local waiting = redis.call('HGET', parked_key, now_at[1] or '0')
+  results[#results + 1] = (now_at[2] ~= '1' and waiting and waiting ~= '') and 1 or 0
+  all_results[#all_results + 1] = results
+end
+if highest then  -- the committed-ids record, kept as the batch commit keeps it
+  local summary = redis.call('XPENDING', KEYS[1], group)
+  local candidate = highest
+  if summary[1] > 0 then
+    candidate = id_before(summary[2])
+  end
+  if low == nil or id_less(low, candidate) then
+    low = candidate
+    redis.call('ZREMRANGEBYSCORE', committed, -1, -1)
+    redis.call('ZADD', committed, -1, low)
+    redis.call('ZREMRANGEBYSCORE', committed, 0, '(' .. split_id(low))
+  end
+  for _, entry_id in ipairs(added) do
+    if id_less(low, entry_id) then
+      redis.call('ZADD', committed, split_id(entry_id), entry_id)
+    end
+  end
+end
+return all_results
 """
+)
+"""Runs of steps of live streams, each step atomic (see the module's docstring)."""
+
+READ_SCRIPT: Final = """
+-- KEYS: 1 state hash, 2 log hash. ARGV: 1 the first log element wanted.
+-- Returns seq, state, closed, token, then the log elements from ARGV[1] to seq - 1.
+local state = redis.call('HMGET', KEYS[1], 'seq', 'state', 'closed', 'token')
+local result = {state[1] or false, state[2] or false, state[3] or false, state[4] or false}
+local last = tonumber(state[1] or '0') - 1
+if state[3] ~= '1' then
+  for seq = tonumber(ARGV[1]), last do
+    result[#result + 1] = redis.call('HGET', KEYS[2], tostring(seq)) or ''
+  end
+end
+return result
+"""
+"""A stream's state and the log elements a worker's engine has not seen, read consistently."""
+
 _CLOSED_ERROR: Final = "the live stream was closed before this chunk came"
 
 
@@ -181,11 +299,14 @@ class LiveKeys(NamedTuple):
     state: str
     parked: str
     open: str
+    log: str
 
 
 def live_keys(settings: Settings, stream: str) -> LiveKeys:
     keys = settings.keys()
-    return LiveKeys(keys.live_state(stream), keys.live_parked(stream), keys.live_open_set)
+    return LiveKeys(
+        keys.live_state(stream), keys.live_parked(stream), keys.live_open_set, keys.live_log(stream)
+    )
 
 
 def is_live(fields: Fields) -> bool:
@@ -198,6 +319,32 @@ class _Entry(NamedTuple):
     chunk: LiveChunk
 
 
+class _Loaded(NamedTuple):
+    """A stream as Redis holds it, with the engine for it (None: not started or closed)."""
+
+    engine: LiveStream | None
+    next_seq: int
+    closed: bool
+
+
+class _Plan(NamedTuple):
+    """The steps of one script call, and the engine they leave (None for a park)."""
+
+    steps: list[_Planned]
+    engine: LiveStream | None
+    dead: list[tuple[_Entry, NormalizeError]]
+
+
+class _Planned(NamedTuple):
+    """A step computed, waiting for its commit."""
+
+    mode: str
+    entry: _Entry | None
+    at: int
+    step: LiveStep | None
+    """None for a 'park' step, or a 'close' of a stream that never started."""
+
+
 class LiveHandler:
     """Applies the live entries of a batch (and sweeps open streams)."""
 
@@ -206,43 +353,147 @@ class LiveHandler:
         self._settings = settings
         self._metrics = metrics
         self._script = client.register_script(LIVE_SCRIPT)
-        self._dead_script = client.register_script(DEAD_LETTER_SCRIPT)
+        self._read_script = client.register_script(READ_SCRIPT)
+        self._dead_letters = Committer(client, settings)
         self.interval = min(max(settings.live_idle_ms / 4000, 0.05), 1.0)
         """How often `sweep` runs: parked chunks whose worker died wait about this long."""
-        self._warm: OrderedDict[str, tuple[LiveWarm, int]] = OrderedDict()
-        self._warm_bytes = 0
-        """Per stream, what this worker's last step of it built: the next chunk of the stream,
-        if this worker gets it, is applied without replaying the stream (the step checks that
-        the state read from Redis is the one it was built from)."""
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        """One step of a stream at a time in this process (the reader, the reclaimer and the
+        sweep share the kept engines)."""
+        self._engines: OrderedDict[str, LiveStream] = OrderedDict()
+        self._engine_bytes = 0
+        """Per stream, the engine this worker's last committed step of it left: the next
+        chunks of the stream, if this worker gets them, are computed from it."""
 
     async def handle(self, entries: Sequence[DeliveredEntry]) -> None:
         """Apply, park or acknowledge each live entry; a bad one is dead-lettered."""
         by_stream: dict[str, list[_Entry]] = defaultdict(list)
+        bad: list[Outcome] = []
         for entry_id, fields, delivery_count in entries:
             try:
-                chunk = read_entry(fields)
-                if delivery_count > self._settings.max_deliveries:
-                    raise NormalizeError(
-                        "too_many_deliveries",
-                        f"delivered {delivery_count} times, more than "
-                        f"THOUGHTLINE_MAX_DELIVERIES={self._settings.max_deliveries}",
-                    )
+                chunk = self._read(fields, delivery_count)
             except NormalizeError as error:
-                await self._dead_letter(entry_id, fields, error)
+                bad.append(_dead_outcome(self._settings, entry_id, fields, error))
                 continue
             by_stream[chunk.stream].append(_Entry(entry_id, fields, chunk))
-        for stream, stream_entries in by_stream.items():
+        if bad:
+            await self._dead_letter(bad)
+        for stream_entries in by_stream.values():
             stream_entries.sort(key=lambda entry: entry.chunk.seq)
-            for entry in stream_entries:
-                await self._retrying(stream, entry)
+        async with self._lock(_FAST_PATH):
+            slow = await self._fast_path(by_stream)
+        for stream, stream_entries in slow.items():
+            async with self._lock(stream):
+                try:
+                    if not stream_entries:  # all applied; its next chunk is parked
+                        await self._apply_parked(stream)
+                        continue
+                    await self._retrying(stream, stream_entries)
+                except (msgspec.DecodeError, LiveOrderError) as error:
+                    # A stream whose keys Redis no longer holds whole: its chunks stay
+                    # pending (reclaimed, then dead-lettered after THOUGHTLINE_MAX_DELIVERIES);
+                    # the other streams go on.
+                    self._drop_engine(stream)
+                    logger.error("live stream not applied: %s: %s", type(error).__name__, error)
 
-    async def _retrying(self, stream: str, entry: _Entry) -> None:
-        """`_one`, waited out while Redis is unreachable or refuses writes (each step is
+    async def _fast_path(self, by_stream: dict[str, list[_Entry]]) -> dict[str, list[_Entry]]:
+        """The streams whose next chunks this worker can compute from an engine it kept (or
+        that start with this read), computed and committed together in one script call; the
+        others, and what the call could not finish, are returned for `_retrying`."""
+        slow: dict[str, list[_Entry]] = {}
+        runs: list[tuple[str, LiveKeys, _Plan]] = []
+        for stream, entries in by_stream.items():
+            plan = self._fast_plan(stream, entries)
+            if plan is None:
+                slow[stream] = entries
+            else:
+                runs.append((stream, live_keys(self._settings, stream), plan))
+        if not runs:
+            return slow
+        try:
+            replies = await self._commit_streams([(keys, s, plan.steps) for s, keys, plan in runs])
+        except (*TRANSIENT_ERRORS, redis_errors.ResponseError) as error:
+            if isinstance(error, redis_errors.ResponseError) and not is_write_refusal(error):
+                raise
+            for stream, _, _ in runs:  # waited out stream by stream
+                self._drop_engine(stream)
+                slow[stream] = by_stream[stream]
+            return slow
+        for (stream, _, plan), results in zip(runs, replies, strict=True):
+            parked_next = results.pop() == 1
+            finished = {id(done.entry) for done in self._settle(stream, plan, results)}
+            rest = [entry for entry in by_stream[stream] if id(entry) not in finished]
+            if rest or parked_next:
+                slow[stream] = rest
+        return slow
+
+    def _fast_plan(self, stream: str, entries: list[_Entry]) -> _Plan | None:
+        """The steps of `entries` from the stream's kept engine (a stream's first chunks:
+        from nothing), if they continue it and are small; else None."""
+        engine = self._engines.get(stream)
+        first = entries[0].chunk.seq
+        if engine is None and first != 0:
+            return None
+        if engine is not None and (engine.position != first or engine.state.closed):
+            return None
+        self._take_engine(stream)  # in use; kept again once its steps are committed
+        run: list[_Entry] = []
+        for entry in entries:
+            if entry.chunk.seq != first + len(run):
+                break
+            run.append(entry)
+            if entry.chunk.final:
+                break
+        if _run_size(engine, run, self._settings.live_max_state_bytes) > INLINE_BYTES:
+            if engine is not None:
+                self._keep(stream, engine)
+            return None
+        plan = self._compute(engine, run, "apply")
+        if plan.dead or not plan.steps:
+            self._drop_engine(stream)
+            return None
+        return plan
+
+    @contextlib.asynccontextmanager
+    async def _lock(self, stream: str) -> AsyncIterator[None]:
+        """The stream's lock, forgotten when no one holds or waits for it."""
+        lock, users = self._locks.get(stream, (asyncio.Lock(), 0))
+        self._locks[stream] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[stream]
+            if users == 1:
+                del self._locks[stream]
+            else:
+                self._locks[stream] = (lock, users - 1)
+
+    def _read(self, fields: Fields, delivery_count: int) -> LiveChunk:
+        payload = fields.get(b"payload")
+        limit = self._settings.live_max_chunk_bytes
+        if payload is not None and len(payload) > limit:
+            raise NormalizeError(
+                "too_large",
+                f"live chunk is {len(payload)} bytes, over THOUGHTLINE_LIVE_MAX_CHUNK_BYTES="
+                f"{limit}",
+            )
+        chunk = read_entry(fields)
+        if delivery_count > self._settings.max_deliveries:
+            raise NormalizeError(
+                "too_many_deliveries",
+                f"delivered {delivery_count} times, more than "
+                f"THOUGHTLINE_MAX_DELIVERIES={self._settings.max_deliveries}",
+            )
+        return chunk
+
+    async def _retrying(self, stream: str, entries: list[_Entry]) -> None:
+        """`_stream`, waited out while Redis is unreachable or refuses writes (each step is
         atomic and computed again from what Redis holds, so a retry is always safe)."""
         backoff = Backoff()
         while True:
             try:
-                await self._one(stream, entry)
+                await self._stream(stream, entries)
                 return
             except TRANSIENT_ERRORS as error:
                 reason = type(error).__name__
@@ -250,95 +501,206 @@ class LiveHandler:
                 if not is_write_refusal(error):
                     raise
                 reason = " ".join(str(error).split())[:200]
+            self._drop_engine(stream)
             logger.warning(
                 "live stream step not committed (%s); retrying in %.1f s", reason, backoff.delay
             )
             await backoff.wait()
 
-    async def _one(self, stream: str, entry: _Entry) -> None:
+    async def _stream(self, stream: str, entries: list[_Entry]) -> None:
+        """Apply the entries of one stream (sorted by `seq`): each run of consecutive ones
+        in one script call, the others parked; then the parked chunks that became next."""
         keys = live_keys(self._settings, stream)
-        while True:
-            state, next_seq, closed = await self._read(keys)
-            if closed or entry.chunk.seq != next_seq:
-                result = await self._park(keys, stream, entry)
-                if result == -1:
-                    continue  # the stream reached this chunk meanwhile: apply it
-                outcome = _PARK_OUTCOMES.get(result)
-                if outcome is not None:
-                    self._metrics.live_chunks.labels(outcome=outcome).inc()
-                if result == 4:
-                    self._count_dead(entry.chunk.format, "live_stream_closed")
-                return
-            try:
-                step = self._apply(state, entry.chunk)
-            except NormalizeError as error:
-                await self._dead_letter(entry.entry_id, entry.fields, error)
-                return
-            result = await self._commit(keys, "apply", next_seq, entry.entry_id, step)
-            if result == -1:
+        waiting = list(entries)
+        parked_next = False
+        while waiting:
+            loaded = await self._current(keys, stream, waiting[0].chunk.seq)
+            plan = await self._plan(loaded, waiting)
+            for entry, error in plan.dead:  # its step raised: dead-lettered, not applied
+                waiting.remove(entry)
+                outcome = _dead_outcome(self._settings, entry.entry_id, entry.fields, error)
+                await self._dead_letter([outcome])
+            if not plan.steps:
+                self._drop_engine(stream)
                 continue
-            if result == 1:
-                self._keep(step)
-                self._count(step, entry.chunk.final)
-                await self.apply_parked(stream)
-            return
+            results = await self._commit(keys, stream, plan.steps)
+            parked_next = results.pop() == 1
+            for done in self._settle(stream, plan, results):
+                if done.entry is not None:
+                    waiting.remove(done.entry)
+        if parked_next:
+            await self._apply_parked(stream)
 
-    def _apply(self, state: LiveState | None, chunk: LiveChunk) -> LiveStep:
-        warm = self._take_warm(chunk.stream)
-        try:
-            return apply_chunk(
-                state, chunk, max_state_bytes=self._settings.live_max_state_bytes, warm=warm
-            )
-        except NormalizeError:
-            raise
-        except Exception as error:  # a bug must not stop the worker: dead-letter the chunk
-            raise NormalizeError(
-                "normalizer_crash", f"the live step raised {type(error).__name__}"
-            ) from error
+    async def _current(self, keys: LiveKeys, stream: str, first_seq: int) -> _Loaded:
+        """The stream's engine: the kept one, trusted without a read when it is at
+        `first_seq` (the script checks it still is), else brought up to date from Redis."""
+        engine = self._take_engine(stream)  # taken while in use: the fast path skips it
+        if engine is not None and engine.position == first_seq and not engine.state.closed:
+            return _Loaded(engine, engine.position, False)
+        if engine is not None:
+            self._keep(stream, engine)  # `_load` brings it up to date
+        return await self._load(keys, stream)
 
-    def _keep(self, step: LiveStep) -> None:
-        """After a committed step: keep what it built for the stream's next chunk."""
-        if step.warm is None:
-            return
-        size = state_size(step.state)
-        self._take_warm(step.state.id)
-        self._warm[step.state.id] = (step.warm, size)
-        self._warm_bytes += size
-        while self._warm and (len(self._warm) > WARM_STREAMS or self._warm_bytes > WARM_BYTES):
-            _, (_, dropped) = self._warm.popitem(last=False)
-            self._warm_bytes -= dropped
+    async def _load(self, keys: LiveKeys, stream: str) -> _Loaded:
+        engine = self._take_engine(stream)
+        first = engine.position if engine is not None else 0
+        reply = await self._read_script(keys=[keys.state, keys.log], args=[first])
+        seq, data, closed, _token, *tail = cast(list[bytes | None], reply)
+        next_seq = int(seq) if seq else 0
+        if closed == b"1" or not data:
+            return _Loaded(None, next_seq, closed == b"1")
+        state = decode_state(_bytes(data))
+        log = [_bytes(element or b"") for element in tail]
+        if engine is not None and engine.fits(state) and first + len(log) == state.next_seq:
+            await _off_loop_if_large(engine.catch_up, state, log, size=_size(log))
+            return _Loaded(engine, state.next_seq, False)
+        if first != 0:
+            reply = await self._read_script(keys=[keys.state, keys.log], args=[0])
+            seq, data, closed, _token, *tail = cast(list[bytes | None], reply)
+            if closed == b"1" or not data:
+                return _Loaded(None, int(seq) if seq else 0, closed == b"1")
+            state = decode_state(_bytes(data))
+            log = [_bytes(element or b"") for element in tail]
+        engine = await _off_loop_if_large(self._restore, state, log, size=_size(log))
+        return _Loaded(engine, state.next_seq, False)
 
-    def _take_warm(self, stream: str) -> LiveWarm | None:
-        kept = self._warm.pop(stream, None)
-        if kept is None:
-            return None
-        self._warm_bytes -= kept[1]
-        return kept[0]
+    def _restore(self, state: LiveState, log: list[bytes]) -> LiveStream:
+        return LiveStream.restore(
+            state, log, prompt_table=self._settings.live_prompt_reasoning_table
+        )
+
+    async def _plan(self, loaded: _Loaded, waiting: list[_Entry]) -> _Plan:
+        """The steps for the entries that continue the stream (computed), else one park."""
+        run: list[_Entry] = []
+        expected = loaded.next_seq
+        for entry in waiting:
+            if loaded.closed or entry.chunk.seq != expected:
+                break
+            run.append(entry)
+            expected += 1
+            if entry.chunk.final:
+                break
+        if not run:
+            return _Plan([_Planned("park", waiting[0], waiting[0].chunk.seq, None)], None, [])
+        size = _run_size(loaded.engine, run, self._settings.live_max_state_bytes)
+        return await _off_loop_if_large(self._compute, loaded.engine, run, "apply", size=size)
+
+    def _compute(self, engine: LiveStream | None, run: list[_Entry], mode: str) -> _Plan:
+        """The run's steps, from `engine` (None: the stream starts with the run)."""
+        planned: list[_Planned] = []
+        for entry in run:
+            chunk = entry.chunk
+            try:
+                if engine is None:
+                    engine = LiveStream.start(
+                        chunk, prompt_table=self._settings.live_prompt_reasoning_table
+                    )
+                step = engine.apply(chunk, max_state_bytes=self._settings.live_max_state_bytes)
+            except LiveOrderError:
+                break
+            except NormalizeError as error:
+                return _Plan(planned, engine, [(entry, error)])
+            except Exception as error:  # a bug must not stop the worker: dead-letter the chunk
+                crash = NormalizeError(
+                    "normalizer_crash", f"the live step raised {type(error).__name__}"
+                )
+                return _Plan(planned, None, [(entry, crash)])
+            planned.append(_Planned(mode, entry, chunk.seq, step))
+            if step.state.closed:
+                break
+        return _Plan(planned, engine, [])
+
+    def _settle(self, stream: str, plan: _Plan, results: list[int]) -> list[_Planned]:
+        """Count what the script did; keep the engine when every step computed from it was
+        committed, else drop it. Returns the steps that are finished (the others are computed
+        again)."""
+        finished: list[_Planned] = []
+        for planned, result in zip(plan.steps, results, strict=False):
+            if result == -1:
+                break
+            finished.append(planned)
+            if planned.mode == "park":
+                self._count_park(planned, result)
+            elif result == 1 and planned.step is not None:
+                final = planned.entry.chunk.final if planned.entry is not None else False
+                self._count(planned.step, final)
+            elif result == 3:
+                self._metrics.live_chunks.labels(outcome="repeated").inc()
+        if plan.engine is None:  # a park: the kept engine (if any) was not used
+            return finished
+        self._drop_engine(stream)
+        every_one = len(finished) == len(plan.steps) and all(
+            result == 1 for result in results[: len(finished)]
+        )
+        if every_one and not plan.dead and not plan.engine.state.closed:
+            self._keep(stream, plan.engine)
+        return finished
+
+    def _count_park(self, plan: _Planned, result: int) -> None:
+        outcome = _PARK_OUTCOMES.get(result)
+        if outcome is not None:
+            self._metrics.live_chunks.labels(outcome=outcome).inc()
+        if result == 4 and plan.entry is not None:
+            self._count_dead(plan.entry.chunk.format, "live_stream_closed")
+
+    def _keep(self, stream: str, engine: LiveStream) -> None:
+        self._engines[stream] = engine
+        self._engine_bytes += engine.size
+        while self._engines and (
+            len(self._engines) > KEPT_STREAMS or self._engine_bytes > KEPT_BYTES
+        ):
+            _, dropped = self._engines.popitem(last=False)
+            self._engine_bytes -= dropped.size
+
+    def _take_engine(self, stream: str) -> LiveStream | None:
+        engine = self._engines.pop(stream, None)
+        if engine is not None:
+            self._engine_bytes -= engine.size
+        return engine
+
+    def _drop_engine(self, stream: str) -> None:
+        self._take_engine(stream)
 
     async def apply_parked(self, stream: str) -> int:
         """Apply the parked chunks that are now next, in order; returns how many."""
+        async with self._lock(stream):
+            return await self._apply_parked(stream)
+
+    async def _apply_parked(self, stream: str) -> int:
         keys = live_keys(self._settings, stream)
         applied = 0
         while True:
-            state, next_seq, closed = await self._read(keys)
-            if closed:
+            loaded = await self._load(keys, stream)
+            if loaded.closed or loaded.engine is None:
                 return applied
-            raw = await self._client.hget(keys.parked, str(next_seq))
-            if not raw:
+            next_seq = loaded.next_seq
+            seqs = [str(seq) for seq in range(next_seq, next_seq + PARKED_RUN)]
+            found = await self._client.hmget(keys.parked, seqs)
+            run: list[_Entry] = []
+            for raw in found:
+                if not raw:
+                    break
+                parked = msgspec.msgpack.decode(_bytes(raw), type=_Parked)
+                chunk = LiveChunk(
+                    stream, parked.seq, parked.format, parked.payload, parked.final, parked.meta
+                )
+                run.append(_Entry(parked.entry_id, {}, chunk))
+            if not run:
+                self._keep(stream, loaded.engine)
                 return applied
-            parked = msgspec.msgpack.decode(_bytes(raw), type=_Parked)
-            chunk = LiveChunk(
-                stream, parked.seq, parked.format, parked.payload, parked.final, parked.meta
-            )
-            try:
-                step = self._apply(state, chunk)
-            except NormalizeError as error:  # a crash: the stream waits, then closes as idle
-                logger.error("live stream chunk %d not applied: %s", parked.seq, error.reason)
+            size = _run_size(loaded.engine, run, self._settings.live_max_state_bytes)
+            plan = await _off_loop_if_large(self._compute, loaded.engine, run, "parked", size=size)
+            if plan.dead:  # a crash: the stream waits, then closes as idle
+                logger.error("live stream chunk not applied: %s", plan.dead[0][1].reason)
+            if not plan.steps:
                 return applied
-            if await self._commit(keys, "parked", next_seq, b"", step) == 1:
-                applied += 1
-                self._keep(step)
-                self._count(step, chunk.final)
+            results = await self._commit(keys, stream, plan.steps)
+            results.pop()
+            self._settle(stream, plan, results)
+            committed = sum(1 for result in results if result == 1)
+            applied += committed
+            if committed < len(plan.steps) or plan.dead:
+                return applied
 
     async def run_sweeps(self) -> None:
         """`sweep` every `interval`, for the worker's life; Redis errors are waited out."""
@@ -369,100 +731,104 @@ class LiveHandler:
         )
         for member, score in cast(list[tuple[bytes, float]], open_streams):
             stream = member.decode()
-            await self.apply_parked(stream)
-            if now - score >= self._settings.live_idle_ms:
-                await self._close_idle(stream)
+            async with self._lock(stream):
+                await self._apply_parked(stream)
+                if now - score >= self._settings.live_idle_ms:
+                    await self._close_idle(stream)
 
     async def _close_idle(self, stream: str) -> None:
         keys = live_keys(self._settings, stream)
-        state, next_seq, closed = await self._read(keys)
-        if closed:
+        loaded = await self._load(keys, stream)
+        if loaded.closed:
             return
-        warm = self._take_warm(stream)
-        step = None if state is None else close_stream(state, warm=warm)
-        if await self._commit(keys, "close", next_seq, b"", step, stream=stream) == 1:
+        step = None
+        if loaded.engine is not None:  # the record is read from the whole log
+            step = await _off_loop_if_large(loaded.engine.close, size=loaded.engine.size)
+        results = await self._commit(keys, stream, [_Planned("close", None, loaded.next_seq, step)])
+        self._drop_engine(stream)
+        if results[:1] == [1]:
             self._metrics.live_closed.labels(how="idle").inc()
-            if step is not None and step.record is not None:
-                tally = self._metrics.tally()
-                tally.record(step.record)
-                tally.flush()
+            if step is not None:
+                self._count_revision(step)
+                if step.record is not None:
+                    tally = self._metrics.tally()
+                    tally.record(step.record)
+                    tally.flush()
 
-    async def _read(self, keys: LiveKeys) -> tuple[LiveState | None, int, bool]:
-        seq, data, closed = await self._client.hmget(keys.state, ["seq", "state", "closed"])
-        next_seq = int(seq) if seq else 0
-        is_closed = closed == b"1"
-        if not data or is_closed:
-            return None, next_seq, is_closed
-        return decode_state(_bytes(data)), next_seq, False
+    async def _commit(self, keys: LiveKeys, stream: str, plans: Sequence[_Planned]) -> list[int]:
+        """The steps of one stream through one script call: their results, then whether the
+        chunk the stream now needs is parked (1/0)."""
+        (results,) = await self._commit_streams([(keys, stream, plans)])
+        return results
 
-    async def _park(self, keys: LiveKeys, stream: str, entry: _Entry) -> int:
-        chunk = entry.chunk
-        parked = _Parked(
-            chunk.seq, chunk.format, chunk.payload, chunk.final, chunk.meta, entry.entry_id
-        )
-        closed_error = NormalizeError("live_stream_closed", _CLOSED_ERROR)
+    async def _commit_streams(
+        self, runs: Sequence[tuple[LiveKeys, str, Sequence[_Planned]]]
+    ) -> list[list[int]]:
+        """The steps of several streams through one script call (one round trip)."""
         arguments: list[bytes | str | int] = [
             self._settings.group,
-            "park",
-            stream,
-            str(chunk.seq),
-            entry.entry_id,
             self._settings.live_ttl_seconds,
             _now_ms(),
-            msgspec.msgpack.encode(parked),
-            *_dead_fields(dict(entry.fields), closed_error, entry.entry_id),
         ]
-        return await self._run(keys, arguments)
+        script_keys = [
+            self._settings.input_stream,
+            self._settings.deltas_stream,
+            self._settings.output_stream,
+            self._settings.dead_stream,
+            live_keys(self._settings, "").open,
+            committed_key(self._settings),
+        ]
+        for keys, stream, plans in runs:
+            arguments += [stream, len(plans)]
+            for plan in plans:
+                arguments += await self._step_arguments(keys, stream, plan)
+            script_keys += [keys.state, keys.parked, keys.log]
+        reply = await self._script(keys=script_keys, args=arguments)
+        return [[int(value) for value in results] for results in reply]
 
-    async def _commit(
-        self,
-        keys: LiveKeys,
-        mode: str,
-        at: int,
-        entry_id: bytes,
-        step: LiveStep | None,
-        *,
-        stream: str | None = None,
-    ) -> int:
-        """One step through the script; `step` None closes a stream that never started."""
-        stream = stream if step is None else step.state.id
-        assert stream is not None
+    async def _step_arguments(
+        self, keys: LiveKeys, stream: str, plan: _Planned
+    ) -> list[bytes | str | int]:
+        """One step as the script takes it: one msgpack array (see `LIVE_SCRIPT`)."""
+        if plan.mode == "park":
+            assert plan.entry is not None
+            chunk, entry = plan.entry.chunk, plan.entry
+            parked = _Parked(
+                chunk.seq, chunk.format, chunk.payload, chunk.final, chunk.meta, entry.entry_id
+            )
+            closed_error = NormalizeError("live_stream_closed", _CLOSED_ERROR)
+            items = _dead_fields(dict(entry.fields), closed_error, entry.entry_id)
+            park = ["park", entry.entry_id, str(plan.at), "", msgspec.msgpack.encode(parked), items]
+            return [_pack(park)]
+        step = plan.step
+        entry_id: bytes | str = plan.entry.entry_id if plan.entry is not None else b""
+        if plan.mode == "close":
+            entry_id = str(self._settings.live_idle_ms)
         dead: list[list[bytes]] = []
         if step is None or step.state.closed:
-            first = at + (1 if mode != "close" else 0)
+            first = plan.at + (1 if plan.mode != "close" else 0)
             dead = await self._parked_dead_letters(keys, stream, first)
         if step is not None and step.error is not None:
             fields = {STREAM_FIELD: stream.encode(), b"seq": str(step.delta.seq).encode()}
-            dead.append(_dead_fields(fields, step.error, entry_id))
+            dead.append(_dead_fields(fields, step.error, _bytes(entry_id)))
             self._count_dead(step.state.format, step.error.reason)
+        fields_of_step: list[object]
         if step is None:
-            new_seq, state, closed, delta, record, format_name = at, b"", b"1", b"", b"", b""
+            fields_of_step = [plan.mode, entry_id, str(plan.at), ""]
+            fields_of_step += [str(plan.at), b"", b"1", b"", b"", b"", b"", dead]
         else:
-            new_seq = step.state.next_seq
-            state = encode_state(step.state)
-            closed = b"1" if step.state.closed else b"0"
-            delta = msgspec.json.encode(step.delta)
-            record = encode(step.record) if step.record is not None else b""
-            format_name = step.state.format.encode()
-        arguments: list[bytes | str | int] = [
-            self._settings.group,
-            mode,
-            stream,
-            str(at),
-            str(self._settings.live_idle_ms) if mode == "close" else entry_id,
-            self._settings.live_ttl_seconds,
-            _now_ms(),
-            str(new_seq),
-            state,
-            closed,
-            delta,
-            format_name,
-            record,
-            len(dead),
-        ]
-        for items in dead:
-            arguments += [len(items), *items]
-        return await self._run(keys, arguments)
+            fields_of_step = [plan.mode, entry_id, str(plan.at), step.state.token]
+            fields_of_step += [
+                str(step.state.next_seq),
+                encode_state(step.state),
+                b"1" if step.state.closed else b"0",
+                step.logged,
+                msgspec.json.encode(step.delta),
+                step.state.format.encode(),
+                encode(step.record) if step.record is not None else b"",
+                dead,
+            ]
+        return [_pack(fields_of_step)]
 
     async def _parked_dead_letters(
         self, keys: LiveKeys, stream: str, first: int
@@ -492,41 +858,34 @@ class LiveHandler:
             self._count_dead(chunk.format, "live_stream_closed")
         return dead
 
-    async def _run(self, keys: LiveKeys, arguments: Sequence[bytes | str | int]) -> int:
-        stream_keys = [
-            self._settings.input_stream,
-            self._settings.deltas_stream,
-            self._settings.output_stream,
-            self._settings.dead_stream,
-            keys.state,
-            keys.parked,
-            keys.open,
-        ]
-        result = await self._script(keys=stream_keys, args=list(arguments))
-        return int(result[0])
-
-    async def _dead_letter(self, entry_id: bytes, fields: Fields, error: NormalizeError) -> None:
-        """The usual dead letter: every field, then `reason`, `error`, `entry_id`."""
-        items = _dead_fields(dict(fields), error, entry_id)
-        keys = [self._settings.input_stream, self._settings.dead_stream]
-        done = await self._dead_script(keys=keys, args=[self._settings.group, entry_id, *items])
-        if int(done) == 1:
-            self._count_dead(_format_of(fields), error.reason)
+    async def _dead_letter(self, outcomes: list[Outcome]) -> None:
+        """Through the batch commit: checked, waited out while refused, recorded as
+        committed (so group loss does not dead-letter them twice)."""
+        committed = await self._dead_letters.commit(outcomes)
+        for outcome, counted in zip(outcomes, committed, strict=True):
+            if not counted:
+                continue
+            self._count_dead(outcome.format_name, outcome.dead_reason or "invalid_entry")
             logger.warning(
                 "live entry %s dead-lettered: %s: %s",
-                entry_id.decode(),
-                error.reason,
-                " ".join(error.message.split()),
+                outcome.entry_id.decode(),
+                outcome.dead_reason,
+                outcome.dead_error,
             )
 
     def _count(self, step: LiveStep, final: bool) -> None:
         self._metrics.live_chunks.labels(outcome="applied").inc()
+        self._count_revision(step)
         if step.state.closed:
             self._metrics.live_closed.labels(how="final" if final else "too_large").inc()
         if step.record is not None:
             tally = self._metrics.tally()
             tally.record(step.record)
             tally.flush()
+
+    def _count_revision(self, step: LiveStep) -> None:
+        if step.revision is not None:
+            self._metrics.live_revisions.labels(direction=step.revision).inc()
 
     def _count_dead(self, format_name: str | None, reason: str) -> None:
         tally = self._metrics.tally()
@@ -535,6 +894,8 @@ class LiveHandler:
 
 
 _PARK_OUTCOMES: Final = {2: "waited", 3: "repeated", 4: "late"}
+_FAST_PATH: Final = "\x00fast"
+"""The lock of `LiveHandler._fast_path` (no stream id is this)."""
 
 
 def read_entry(fields: Fields) -> LiveChunk:
@@ -563,6 +924,19 @@ def read_entry(fields: Fields) -> LiveChunk:
     return chunk
 
 
+def _dead_outcome(
+    settings: Settings, entry_id: bytes, fields: Fields, error: NormalizeError
+) -> Outcome:
+    items = _dead_fields(dict(fields), error, entry_id)
+    return Outcome(
+        entry_id,
+        [Output(settings.dead_stream, items)],
+        _format_of(fields),
+        dead_reason=error.reason,
+        dead_error=" ".join(error.message.split()),
+    )
+
+
 def _dead_fields(fields: Fields, error: NormalizeError, entry_id: bytes) -> list[bytes]:
     """A dead letter's items: the entry's fields, then `reason`, `error`, `entry_id`."""
     items: list[bytes] = []
@@ -571,6 +945,54 @@ def _dead_fields(fields: Fields, error: NormalizeError, entry_id: bytes) -> list
     message = " ".join(error.message.split())
     items += [b"reason", error.reason.encode(), b"error", message.encode()]
     return [*items, b"entry_id", entry_id]
+
+
+async def _off_loop_if_large(function: Callable[..., T], *arguments: object, size: int) -> T:
+    """`function(*arguments)`, in a worker thread when it reads more than `INLINE_BYTES`."""
+    if size > INLINE_BYTES:
+        return await asyncio.to_thread(function, *arguments)
+    return function(*arguments)
+
+
+def _run_size(engine: LiveStream | None, run: Sequence[_Entry], cap: int) -> int:
+    """What computing `run` reads: its chunks, and the whole stream when the run ends it (the
+    record is read from every chunk), by a final chunk or the size cap."""
+    size = sum(len(entry.chunk.payload or b"") for entry in run)
+    if engine is None:
+        return size
+    ends = any(entry.chunk.final for entry in run) or engine.state.stored_bytes + size > cap
+    return size + engine.size if ends else size
+
+
+def _pack(value: object) -> bytes:
+    """`value` (bytes, str, lists of them) as msgpack for the script's `cmsgpack.unpack`: bytes
+    as msgpack strings (the script's msgpack reads no `bin` type; its strings are bytes)."""
+    if isinstance(value, str):
+        value = value.encode()
+    if isinstance(value, bytes):
+        size = len(value)
+        if size < 32:
+            header = bytes([0xA0 | size])
+        elif size < 256:
+            header = b"\xd9" + bytes([size])
+        elif size < 65536:
+            header = b"\xda" + struct.pack(">H", size)
+        else:
+            header = b"\xdb" + struct.pack(">I", size)
+        return header + value
+    assert isinstance(value, list)
+    size = len(value)
+    if size < 16:
+        header = bytes([0x90 | size])
+    elif size < 65536:
+        header = b"\xdc" + struct.pack(">H", size)
+    else:
+        header = b"\xdd" + struct.pack(">I", size)
+    return header + b"".join(_pack(item) for item in value)
+
+
+def _size(log: Sequence[bytes]) -> int:
+    return sum(len(element) for element in log)
 
 
 def _bytes(value: bytes | str) -> bytes:

@@ -16,6 +16,7 @@ server that shows them.
     thoughtline_live_streams_open                    live streams open (worker/live.py)
     thoughtline_live_chunks_total{outcome}           outcome: applied | waited | repeated | late
     thoughtline_live_streams_closed_total{how}       how: final | idle | too_large
+    thoughtline_live_revisions_total{direction}      direction: text_to_thinking | thinking_to_text
 
 Every label value comes from a fixed set (an unknown one becomes `other` / `unknown`), so no
 model name, id or payload text can grow the number of series. `skipped` counts entries another
@@ -48,7 +49,7 @@ from thoughtline.contract.detection_codes import (
 )
 from thoughtline.contract.errors import NormalizeReason
 from thoughtline.contract.record import KNOWN_FORMATS, Record
-from thoughtline.formats.dialects import DIALECT_NAMES
+from thoughtline.reasoning.dialects import DIALECT_NAMES
 from thoughtline.worker.readiness import ReadinessProblems
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ DEAD_LETTER_REASONS: Final = (*get_args(NormalizeReason), OTHER)
 TOKEN_KINDS: Final = ("input", "output", "reasoning", "cached")
 LIVE_CHUNK_OUTCOMES: Final = ("applied", "waited", "repeated", "late")
 LIVE_CLOSED_HOWS: Final = ("final", "idle", "too_large")
+LIVE_REVISION_DIRECTIONS: Final = ("text_to_thinking", "thinking_to_text")
 NORMALIZE_BUCKETS: Final = (
     0.0001,
     0.00025,
@@ -188,6 +190,14 @@ class Metrics:
             ["how"],
             registry=self.registry,
         )
+        self.live_revisions = Counter(
+            "thoughtline_live_revisions_total",
+            "Live deltas that corrected what earlier deltas gave out, by direction: "
+            "text_to_thinking (text proved to be reasoning: a closer with no opener), "
+            "thinking_to_text (a stream that started as thinking never closed).",
+            ["direction"],
+            registry=self.registry,
+        )
         self.readiness = ReadinessProblems()
         """Problems the worker's parts report for `/readyz` (see `ReadinessProblems`)."""
         self._zero_every_series()
@@ -209,6 +219,8 @@ class Metrics:
             self.live_chunks.labels(outcome)
         for how in LIVE_CLOSED_HOWS:
             self.live_closed.labels(how)
+        for direction in LIVE_REVISION_DIRECTIONS:
+            self.live_revisions.labels(direction)
 
     def partition_lag(self) -> Gauge:
         """The lag per partition, made on first use: a worker of one partition (the default)

@@ -81,8 +81,15 @@ class Settings(BaseSettings):
     live_ttl_seconds: int = Field(default=3600, ge=1)
     """How long a live stream's keys outlive its last step (an ended stream's tombstone)."""
     live_max_state_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
-    """A live stream whose stored chunks would exceed this ends with the chunk that crossed
-    it (each step replays the stream's chunks: this bounds a step's work)."""
+    """A live stream whose logged chunks would exceed this ends with the chunk that crossed
+    it (it bounds the Redis memory of an open stream, and the work of a worker that rebuilds
+    a stream it has not seen)."""
+    live_max_chunk_bytes: int = Field(default=1024 * 1024, ge=1)
+    """A larger live chunk is dead-lettered unread (`too_large`): one raw SSE event or JSON
+    chunk is a few hundred bytes."""
+    live_prompt_reasoning_table: bool = True
+    """Whether streams of the models whose template opens reasoning in the prompt start as
+    thinking (docs/live.md); a producer's `meta` overrides it per stream."""
     partitions: int = Field(default=1, ge=1, le=MAX_PARTITIONS)
     """How many partitions (docs/partitions.md): 1 is the names above; N spreads the streams
     over N hash tags, so over the masters of a Redis Cluster."""

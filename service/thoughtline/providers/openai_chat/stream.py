@@ -110,6 +110,10 @@ class ChatRun(StreamRun[_State]):
         self._known = _extend_pieces(self.state, self._visible_sources, self._known)
         return list(self._known.pieces)
 
+    def pieces_since(self, start: int) -> list[Piece]:
+        self._known = _extend_pieces(self.state, self._visible_sources, self._known)
+        return self._known.pieces[start:]
+
     def finish(self, done_marker: bool) -> Assembly:
         assembly, state = self.assembly, self.state
         assembly.complete = (state.finished or done_marker) and assembly.error_code is None

@@ -1,10 +1,11 @@
-"""The inline-reasoning dialects: one data table, read by the scanner in `inline_reasoning`.
+"""The inline-reasoning dialects: one data table, read by the scanner.
 
 Models served without their reasoning parser put their reasoning into visible text between
 their own delimiters. Each row below is one such dialect; the scanner has no branch per
 dialect, only per *kind*:
 
-- `tag`: an XML-like tag, matched case-insensitively (only `<think>` takes attributes);
+- `tag`: an XML-like tag, matched case-insensitively (`<think>` may take attributes, Open
+  WebUI's `<details>` must carry `type="reasoning"`);
 - `token`: a model's special token or bracket marker, matched exactly;
 - `phrase`: ordinary words, matched exactly and only at the very start of the text, and only
   when the closing phrase follows too.
@@ -35,9 +36,20 @@ class Dialect(NamedTuple):
     """Wrapper markers removed only at the very end of the text (nothing but whitespace after)."""
     wrapper_suffix: str = ""
     """A marker that goes with a wrapper when it follows it (whitespace between allowed)."""
+    attribute_openers: tuple[str, ...] = ()
+    """Tag names (`<think`) that open a block also with attributes: the name, whitespace, then
+    anything but `<` and `>` up to a `>` (a self-closing `/>` opens nothing)."""
+    required_attribute: str = ""
+    """A pattern one of those attributes must match for the tag to open a block."""
+    opener_tail: str = ""
+    """A pattern for what goes with an opener right after it, as part of the delimiter."""
+    tail_window: int = 0
+    """How far after the opener `opener_tail` may reach (bounded, so a live stream knows when
+    the tail has arrived)."""
     standalone_closer: bool = True
     """Whether a closer may stand alone: as an orphan (the text before it was reasoning), or as
-    a stray closer removed after a block. Phrase closers never, harmony's `<|end|>` never."""
+    a stray closer removed after a block. Phrase closers never, harmony's `<|end|>` and Open
+    WebUI's `</details>` never."""
     produced_by: str = ""
     note: str = ""
     """What the scanner does beyond the columns (shown in docs/inline-reasoning.md's table)."""
@@ -50,6 +62,7 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         ("<think>",),
         ("</think>",),
         wrappers=("<answer>", "</answer>", "<response>", "</response>"),
+        attribute_openers=("<think",),
         produced_by="DeepSeek-R1, Qwen3, GLM, MiniMax-M2, Hunyuan, ERNIE, Nemotron, Step",
     ),
     Dialect(
@@ -104,6 +117,8 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         "token",
         ("<|channel>",),
         ("<channel|>",),
+        opener_tail=r"thought(?:\r\n|\n|\r)|thought(?=<channel\|>)",
+        tail_window=len("thought<channel|>"),
         produced_by="Gemma 4",
         note="the opener may carry the label `thought` and its line break, which go with it",
     ),
@@ -144,6 +159,21 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         produced_by="Apriel",
         note="the closer may stand alone (the opener is in the prompt); the wrapper takes a "
         "`<|end|>` right after it",
+    ),
+    Dialect(
+        "details",
+        "tag",
+        ('<details type="reasoning">',),
+        ("</details>",),
+        attribute_openers=("<details",),
+        required_attribute=r"""\btype\s*=\s*["']?reasoning\b""",
+        opener_tail=r"\s*<summary>[^<]*</summary>",
+        tail_window=256,
+        standalone_closer=False,
+        produced_by="Open WebUI's API and exports",
+        note='other attributes allowed (`done="true" duration="4"`); the `<summary>` right after '
+        "the opener is part of it; a plain `<details>` is HTML, and `</details>` closes only "
+        "a reasoning block",
     ),
 )
 """Every dialect; a new one is one row here (and its markers are found by the scanner)."""
