@@ -303,9 +303,9 @@ class LiveKeys(NamedTuple):
 
 
 def live_keys(settings: Settings, stream: str) -> LiveKeys:
-    base = f"{settings.input_stream}:live"
+    keys = settings.keys()
     return LiveKeys(
-        f"{base}:state:{stream}", f"{base}:parked:{stream}", f"{base}:open", f"{base}:log:{stream}"
+        keys.live_state(stream), keys.live_parked(stream), keys.live_open_set, keys.live_log(stream)
     )
 
 
