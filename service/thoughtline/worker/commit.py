@@ -24,8 +24,10 @@ worker that dies holding one entry adds one id to it, not every entry committed 
 entry is reclaimed (a million at 30k entries/s over `THOUGHTLINE_MIN_IDLE_MS`), and a commit's
 cost does not grow with the time it was held (`bench/committed.py`). Listing the entries that
 became pending below the new high mark costs one `XPENDING` range per commit, bounded by the
-entries in flight. (A record written by the earlier form, which listed committed ids instead,
-is converted at the first commit: its ids are dropped, and the new high mark covers them.)
+entries in flight. The live script (`worker/live.py`) keeps the same record: above the high
+mark it lists the live entries it committed (plain ids, beside the `!` ones), and it reads the
+marks and the `!` list as this script does. (A record written by the earlier form, which listed
+committed ids, reads the same way: its ids stay until the low mark passes them.)
 
 **Refused writes.** Redis refusing a write (an output key of the wrong type, `maxmemory`, a
 read-only replica during a failover, an ACL) is retried for as long as it lasts, and reported
@@ -184,10 +186,9 @@ if highest then
   local summary = redis.call('XPENDING', KEYS[1], group)
   if high == nil or id_less(high, highest) then
     -- The entries the high mark passes that are pending in some consumer: not committed.
+    -- (Members without '!' are ids the live script lists as committed, or a record of the
+    -- earlier form: they say committed, so they stay until the low mark passes them.)
     local from = high or low
-    if high == nil then  -- a new record, or one of the earlier form (committed ids): dropped
-      redis.call('ZREMRANGEBYSCORE', committed, 0, '+inf')
-    end
     if summary[1] > 0 then
       local start = from and ('(' .. from) or '-'
       local pending = redis.call('XPENDING', KEYS[1], group, start, highest, summary[1])
