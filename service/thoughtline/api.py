@@ -35,6 +35,7 @@ from thoughtline.providers.detection import (
 from thoughtline.providers.registry import format_named
 from thoughtline.reading.compose import decode
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES, CheckedPayload, check_payload
+from thoughtline.reading.turn import VisibleTextReading
 from thoughtline.replay import history as history_engine
 from thoughtline.replay.history import History
 from thoughtline.streams import reading as stream_engine
@@ -50,6 +51,7 @@ __all__ = [
     "inspect_request",
     "is_reasoning_only",
     "normalize",
+    "normalize_explained",
     "normalize_request",
     "normalize_with_deltas",
     "read_chunks",
@@ -70,6 +72,20 @@ def normalize(
     """
     checked = check_payload(payload, format, meta=meta, max_payload_bytes=max_payload_bytes)
     return _read(checked, record_id)[0]
+
+
+def normalize_explained(
+    payload: bytes | str,
+    format: str | None = None,
+    *,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> tuple[Record, list[VisibleTextReading]]:
+    """`normalize`, plus how inline extraction read each visible text the record was built
+    from (what `thoughtline normalize --explain` reports); the same checks and errors."""
+    checked = check_payload(payload, format, max_payload_bytes=max_payload_bytes)
+    readings: list[VisibleTextReading] = []
+    record = _read(checked, None, explained=readings)[0]
+    return record, readings
 
 
 def normalize_with_deltas(
@@ -104,6 +120,7 @@ def read_chunks(
     *,
     record_id: str | None,
     meta: msgspec.Raw | None,
+    explained: list[VisibleTextReading] | None = None,
 ) -> tuple[Record, Assembly]:
     """The record of a stream's chunks, already framed (a recording's, or a live stream's
     collected one by one): detect, then the row's assembler and body reader."""
@@ -117,6 +134,7 @@ def read_chunks(
         recognised=recognised,
         record_id=record_id,
         meta=meta,
+        explained=explained,
     )
 
 
@@ -171,35 +189,59 @@ def is_reasoning_only(record: Record) -> bool:
     return conversation.is_reasoning_only(record, format_named(record.format))
 
 
-def _read(checked: CheckedPayload, record_id: str | None) -> tuple[Record, Assembly | None]:
-    """One body, read by its format's body reader; or a recorded stream (assembly given)."""
+def _read(
+    checked: CheckedPayload,
+    record_id: str | None,
+    explained: list[VisibleTextReading] | None = None,
+) -> tuple[Record, Assembly | None]:
+    """One body, read by its format's body reader; or a recorded stream (assembly given).
+    `explained`, when given, receives the visible-text reading the record was built from."""
     if checked.format is not None:  # the usual entry: one body, no look at its framing first
         row = format_named(checked.format)
         try:
-            return row.read_body(checked.body, record_id=record_id, meta=checked.meta), None
+            record = row.read_body(
+                checked.body, record_id=record_id, meta=checked.meta, explained=explained
+            )
+            return record, None
         except NormalizeError as refusal:
             if not _is_recorded_stream(checked.body, refusal):
                 raise
-        return _read_stream(checked, checked.format, record_id)
+        return _read_stream(checked, checked.format, record_id, explained)
     kind = classify(checked.body, None)
     if kind.stream or kind.format is None:
-        return _read_stream(checked, kind.format, record_id)
+        return _read_stream(checked, kind.format, record_id, explained)
     row = format_named(kind.format)
-    return row.read_body(checked.body, record_id=record_id, meta=checked.meta), None
+    record = row.read_body(
+        checked.body, record_id=record_id, meta=checked.meta, explained=explained
+    )
+    return record, None
 
 
 def _is_recorded_stream(body: bytes, refusal: NormalizeError) -> bool:
     """A payload its format's body reader refused is read as a recorded stream when it holds
-    several chunks, or when it is one stream event (a stream cut after its first event)."""
+    several chunks, or when it is one stream event (a stream cut after its first event).
+
+    The one-event case is decided here, after the refusal, and not before reading: asking
+    every body whether it is a stream event (`is_stream_event`, a decode of its top-level
+    shape) costs 18-24% of `normalize`'s own time per body of every format
+    (bench/stream_probe.py), paid on the usual path for a payload that is rare."""
     if holds_several_chunks(body):
         return True
     return refusal.reason == "invalid_payload" and is_stream_event(body)
 
 
 def _read_stream(
-    checked: CheckedPayload, format: str | None, record_id: str | None
+    checked: CheckedPayload,
+    format: str | None,
+    record_id: str | None,
+    explained: list[VisibleTextReading] | None,
 ) -> tuple[Record, Assembly]:
     framed = frame(checked.body)
     return read_chunks(
-        framed.chunks, framed.done_marker, format, record_id=record_id, meta=checked.meta
+        framed.chunks,
+        framed.done_marker,
+        format,
+        record_id=record_id,
+        meta=checked.meta,
+        explained=explained,
     )

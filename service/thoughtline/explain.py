@@ -1,15 +1,15 @@
 """Why a record's content and thinking look as they do: which spans of the visible text were
-taken out, by which rule and dialect (`thoughtline normalize --explain`). Pure: it normalizes
-the payload once more and reads what inline extraction did."""
+taken out, by which rule and dialect (`thoughtline normalize --explain`). Pure: the front
+door's `normalize_explained` hands back, beside the record, what inline extraction did."""
 
 from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from thoughtline.api import normalize
+from thoughtline.api import normalize_explained
 from thoughtline.contract.record import Record
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
-from thoughtline.reading.turn import VisibleTextReading, explaining
+from thoughtline.reading.turn import VisibleTextReading
 
 _EXCERPT_CHARS: Final = 60
 
@@ -26,8 +26,7 @@ def explain(
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
 ) -> Explanation:
     """The record of `payload` and the reading of each visible text it was built from."""
-    with explaining() as readings:
-        record = normalize(payload, format, max_payload_bytes=max_payload_bytes)
+    record, readings = normalize_explained(payload, format, max_payload_bytes=max_payload_bytes)
     return Explanation(record, readings)
 
 

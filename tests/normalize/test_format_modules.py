@@ -74,9 +74,9 @@ def test_normalize_has_one_signature() -> None:
     signatures = {name: str(inspect.signature(m.normalize)) for name, m in MODULES.items()}
     assert len(set(signatures.values())) == 1, signatures
     parameters = inspect.signature(MODULES["gemini"].normalize).parameters
-    assert list(parameters) == ["payload", "record_id", "meta"]
-    assert parameters["record_id"].kind is inspect.Parameter.KEYWORD_ONLY
-    assert parameters["meta"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert list(parameters) == ["payload", "record_id", "meta", "explained"]
+    for keyword in ("record_id", "meta", "explained"):
+        assert parameters[keyword].kind is inspect.Parameter.KEYWORD_ONLY, keyword
 
 
 @pytest.mark.parametrize("name", MODULES)

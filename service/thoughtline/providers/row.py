@@ -12,6 +12,7 @@ import msgspec
 from thoughtline.contract.record import FormatName, Record, ToolCall
 from thoughtline.inspection import readers
 from thoughtline.providers.shape import Probes
+from thoughtline.reading.turn import VisibleTextReading
 from thoughtline.replay import parts
 from thoughtline.streams.base import Assembler, StreamRun
 
@@ -22,10 +23,16 @@ StreamStarter = Callable[[], StreamRun[Any]]
 
 
 class BodyModule(Protocol):
-    """A `formats/` module: `normalize` reads one non-streamed body of its format."""
+    """A body reader's module: `normalize` reads one non-streamed body of its format (and,
+    given `explained`, leaves there the reading of its visible text)."""
 
     def normalize(
-        self, payload: bytes, *, record_id: str | None = ..., meta: msgspec.Raw | None = ...
+        self,
+        payload: bytes,
+        *,
+        record_id: str | None = ...,
+        meta: msgspec.Raw | None = ...,
+        explained: list[VisibleTextReading] | None = ...,
     ) -> Record: ...
 
 
@@ -60,9 +67,16 @@ class Format:
     called tools (and whether `reasoning_details` go back too: any format that has one)."""
 
     def read_body(
-        self, payload: bytes, *, record_id: str | None, meta: msgspec.Raw | None
+        self,
+        payload: bytes,
+        *,
+        record_id: str | None,
+        meta: msgspec.Raw | None,
+        explained: list[VisibleTextReading] | None = None,
     ) -> Record:
-        return self.body.normalize(payload, record_id=record_id, meta=meta)
+        if explained is None:  # the usual call, in the form a test's stand-in reader takes
+            return self.body.normalize(payload, record_id=record_id, meta=meta)
+        return self.body.normalize(payload, record_id=record_id, meta=meta, explained=explained)
 
     @property
     def message_shaped(self) -> bool:

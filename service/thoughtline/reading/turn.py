@@ -7,9 +7,6 @@ repeated in content). It runs the inline extractor, so it stands above the reaso
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Final, NamedTuple
 
 import msgspec
@@ -43,20 +40,6 @@ class VisibleTextReading(NamedTuple):
     extraction: InlineExtraction
 
 
-_EXPLAINED: ContextVar[list[VisibleTextReading] | None] = ContextVar("explained", default=None)
-
-
-@contextmanager
-def explaining() -> Iterator[list[VisibleTextReading]]:
-    """Within the block, every record built also leaves its visible-text reading in the list."""
-    readings: list[VisibleTextReading] = []
-    token = _EXPLAINED.set(readings)
-    try:
-        yield readings
-    finally:
-        _EXPLAINED.reset(token)
-
-
 def build_record(
     turn: Turn,
     *,
@@ -64,10 +47,13 @@ def build_record(
     provider: str,
     record_id: str | None,
     meta: msgspec.Raw | None,
+    explained: list[VisibleTextReading] | None = None,
 ) -> Record:
     """Apply the shared rules (inline extraction, the thinking combination, the tool-call
     finish, the cross-field detections) to a format's turn and return the record. The turn
-    is the reader's own and is used up: its lists become the record's."""
+    is the reader's own and is used up: its lists become the record's. `explained`, when
+    given (by `--explain`), receives the visible text's reading: the caller's own list, so
+    two explanations at once never see each other's."""
     detections = turn.detections
     visible_text = turn.visible_text
     model = turn.model
@@ -78,9 +64,8 @@ def build_record(
         detections.extend(
             leaked(found.code, turn.visible_path, found.dialect) for found in inline.detections
         )
-    readings = _EXPLAINED.get()
-    if readings is not None:
-        readings.append(VisibleTextReading(turn.visible_path, visible_text, inline))
+    if explained is not None:
+        explained.append(VisibleTextReading(turn.visible_path, visible_text, inline))
     native = turn.native_thinking or None
     content = inline.content
     if native is None:

@@ -12,7 +12,7 @@ import msgspec
 from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import Delta, DeltaText, FormatName, Record, Usage
 from thoughtline.reading.compose import malformed
-from thoughtline.reading.turn import may_carry_thought_label
+from thoughtline.reading.turn import VisibleTextReading, may_carry_thought_label
 from thoughtline.reasoning.scanner import extract_chunks
 from thoughtline.streams.base import Assembler, Assembly, Chunk, Piece
 
@@ -32,7 +32,12 @@ class StreamRow(Protocol):
     def assemble_stream(self) -> Assembler: ...
 
     def read_body(
-        self, payload: bytes, *, record_id: str | None, meta: msgspec.Raw | None
+        self,
+        payload: bytes,
+        *,
+        record_id: str | None,
+        meta: msgspec.Raw | None,
+        explained: list[VisibleTextReading] | None = ...,
     ) -> Record: ...
 
 
@@ -44,10 +49,12 @@ def read_chunks(
     recognised: bool,
     record_id: str | None,
     meta: msgspec.Raw | None,
+    explained: list[VisibleTextReading] | None = None,
 ) -> tuple[Record, Assembly]:
     """The record of a recorded stream's chunks, assembled and read by `row`'s code.
     `recognised`: whether detection saw any chunk that is a stream event at all (else a
-    stream with no error event is refused: its record would be made up)."""
+    stream with no error event is refused: its record would be made up). `explained`: as
+    for the body reader, which reads the body the chunks were assembled into."""
     assembly = row.assemble_stream(chunks, done_marker)
     invalid = sum(1 for found in assembly.detections if found.code == "invalid_chunk")
     if invalid == len(chunks):
@@ -58,7 +65,7 @@ def read_chunks(
             f"no chunk of the recorded stream is a stream event of format {row.name} (nor of "
             "any known provider): the chunks are JSON of another shape",
         )
-    record = row.read_body(assembly.body, record_id=record_id, meta=meta)
+    record = row.read_body(assembly.body, record_id=record_id, meta=meta, explained=explained)
     _add_stream_facts(record, assembly, len(chunks))
     return record, assembly
 

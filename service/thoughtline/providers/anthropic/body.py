@@ -28,7 +28,7 @@ from thoughtline.reading.compose import (
     present,
     tool_arguments,
 )
-from thoughtline.reading.turn import build_record
+from thoughtline.reading.turn import VisibleTextReading, build_record
 from thoughtline.reading.wire_values import is_filled_string, string_or_none, view_or_detect
 
 FORMAT: Final = "anthropic"
@@ -99,12 +99,21 @@ _CONTENT_PATH: Final = "content"
 
 
 def normalize(
-    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+    payload: bytes,
+    *,
+    record_id: str | None = None,
+    meta: msgspec.Raw | None = None,
+    explained: list[VisibleTextReading] | None = None,
 ) -> Record:
     """One Anthropic Messages API response body -> the record."""
     message = decode(payload, _Message, "anthropic message")
     return build_record(
-        read_turn(message), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
+        read_turn(message),
+        format=FORMAT,
+        provider=PROVIDER,
+        record_id=record_id,
+        meta=meta,
+        explained=explained,
     )
 
 

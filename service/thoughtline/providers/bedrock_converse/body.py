@@ -39,7 +39,7 @@ from thoughtline.reading.compose import (
     present,
     tool_arguments,
 )
-from thoughtline.reading.turn import build_record
+from thoughtline.reading.turn import VisibleTextReading, build_record
 from thoughtline.reading.wire_values import (
     is_filled_string,
     probe_view,
@@ -205,13 +205,19 @@ _CONTENT_PATH: Final = "output.message.content"
 
 
 def normalize(
-    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+    payload: bytes,
+    *,
+    record_id: str | None = None,
+    meta: msgspec.Raw | None = None,
+    explained: list[VisibleTextReading] | None = None,
 ) -> Record:
     """One Bedrock `Converse` response body -> the record."""
     response = decode(payload, _Response, "bedrock converse response")
     one_pass = probe_view(payload, ResponseRead)
     turn = read_turn(response) if one_pass is None else read_turn_in_one_pass(one_pass, response)
-    return build_record(turn, format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta)
+    return build_record(
+        turn, format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta, explained=explained
+    )
 
 
 def read_turn(response: _Response) -> Turn:

@@ -17,7 +17,7 @@ import msgspec
 from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import Detection, FinishReason, Record, ToolCall, Usage
 from thoughtline.reading.compose import Turn, decode, malformed, present
-from thoughtline.reading.turn import build_record
+from thoughtline.reading.turn import VisibleTextReading, build_record
 from thoughtline.reading.wire_values import string_or_none, view_or_detect
 
 FORMAT: Final = "gemini"
@@ -124,7 +124,11 @@ _PARTS_PATH: Final = "candidates[0].content.parts"
 
 
 def normalize(
-    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+    payload: bytes,
+    *,
+    record_id: str | None = None,
+    meta: msgspec.Raw | None = None,
+    explained: list[VisibleTextReading] | None = None,
 ) -> Record:
     """One Gemini `GenerateContentResponse` body -> the record."""
     response = decode(payload, _Response, "gemini response")
@@ -134,7 +138,12 @@ def normalize(
             "not a Gemini response: no `candidates`, `promptFeedback` or `usageMetadata`",
         )
     return build_record(
-        read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
+        read_turn(response),
+        format=FORMAT,
+        provider=PROVIDER,
+        record_id=record_id,
+        meta=meta,
+        explained=explained,
     )
 
 

@@ -31,7 +31,7 @@ from thoughtline.providers.openai_chat.body import (
     content_part_path,
 )
 from thoughtline.reading.compose import Turn, decode_in_one_pass, malformed
-from thoughtline.reading.turn import build_record
+from thoughtline.reading.turn import VisibleTextReading, build_record
 from thoughtline.reading.wire_values import probe_view
 
 FORMAT: Final = "mistral"
@@ -69,14 +69,23 @@ _CHUNKS_WITHOUT_TEXT: Final = frozenset(
 
 
 def normalize(
-    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+    payload: bytes,
+    *,
+    record_id: str | None = None,
+    meta: msgspec.Raw | None = None,
+    explained: list[VisibleTextReading] | None = None,
 ) -> Record:
     """One Mistral chat completion body -> the record."""
     response = decode_in_one_pass(
         payload, openai_chat.ChoicesReadView, ChatCompletionView, "mistral response"
     )
     return build_record(
-        read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
+        read_turn(response),
+        format=FORMAT,
+        provider=PROVIDER,
+        record_id=record_id,
+        meta=meta,
+        explained=explained,
     )
 
 

@@ -25,7 +25,7 @@ from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import Detection, FinishReason, Record, Usage
 from thoughtline.reading.compose import Turn, decode, malformed
 from thoughtline.reading.function_calls import ToolCallView, add_tool_calls, read_tool_calls
-from thoughtline.reading.turn import build_record
+from thoughtline.reading.turn import VisibleTextReading, build_record
 from thoughtline.reading.wire_values import probe_view
 
 FORMAT: Final = "ollama"
@@ -76,7 +76,11 @@ _JSON_NULL: Final = msgspec.Raw(b"null")
 
 
 def normalize(
-    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+    payload: bytes,
+    *,
+    record_id: str | None = None,
+    meta: msgspec.Raw | None = None,
+    explained: list[VisibleTextReading] | None = None,
 ) -> Record:
     """One `/api/chat` or `/api/generate` response body -> the record."""
     return build_record(
@@ -85,6 +89,7 @@ def normalize(
         provider=PROVIDER,
         record_id=record_id,
         meta=meta,
+        explained=explained,
     )
 
 

@@ -62,7 +62,7 @@ from thoughtline.reading.function_calls import (
     read_function_call,
     read_tool_calls,
 )
-from thoughtline.reading.turn import build_record
+from thoughtline.reading.turn import VisibleTextReading, build_record
 from thoughtline.reading.wire_values import probe_view, string_or_none, view_or_detect, view_or_none
 
 FORMAT: Final = "openai_chat"
@@ -203,14 +203,23 @@ _NO_VALUE: Final = msgspec.Raw()
 
 
 def normalize(
-    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+    payload: bytes,
+    *,
+    record_id: str | None = None,
+    meta: msgspec.Raw | None = None,
+    explained: list[VisibleTextReading] | None = None,
 ) -> Record:
     """One `chat.completion` body (OpenAI or an OpenAI-compatible server) -> the record."""
     response = decode_in_one_pass(
         payload, ChoicesReadView, ChatCompletionView, "openai_chat response"
     )
     return build_record(
-        read_turn(response), format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta
+        read_turn(response),
+        format=FORMAT,
+        provider=PROVIDER,
+        record_id=record_id,
+        meta=meta,
+        explained=explained,
     )
 
 

@@ -38,7 +38,7 @@ from thoughtline.reading.compose import (
     present,
     tool_arguments,
 )
-from thoughtline.reading.turn import build_record
+from thoughtline.reading.turn import VisibleTextReading, build_record
 from thoughtline.reading.wire_values import (
     is_string,
     probe_view,
@@ -181,13 +181,19 @@ _OUTPUT_PATH: Final = "output"
 
 
 def normalize(
-    payload: bytes, *, record_id: str | None = None, meta: msgspec.Raw | None = None
+    payload: bytes,
+    *,
+    record_id: str | None = None,
+    meta: msgspec.Raw | None = None,
+    explained: list[VisibleTextReading] | None = None,
 ) -> Record:
     """One Responses API `Response` body -> the record."""
     response = decode(payload, ResponseView, "openai_responses response")
     one_pass = probe_view(payload, ResponseRead)
     turn = read_turn(response) if one_pass is None else read_turn_in_one_pass(one_pass, response)
-    return build_record(turn, format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta)
+    return build_record(
+        turn, format=FORMAT, provider=PROVIDER, record_id=record_id, meta=meta, explained=explained
+    )
 
 
 def read_turn(response: ResponseView) -> Turn:
