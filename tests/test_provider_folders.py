@@ -48,12 +48,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("replay/contents.py", "thoughtSignature"): (
         "convert_contents reads Gemini-style contents (ADK, Vertex) by design"
     ),
-    # The export names each format's opaque replay values under OpenInference's names; these
-    # belong in the provider rows (a field the export asks for), which is not done yet.
-    **{
-        ("export/mapping.py", name): "the export's opaque-value names, to move into the rows"
-        for name in ("thoughtSignature", "reasoningText", "redactedContent", "encrypted_content")
-    },
 }
 
 

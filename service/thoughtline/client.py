@@ -13,10 +13,21 @@ carry what each chunk added; `live_deltas` reads them with the accumulations fil
 same with plain commands (see docs/service.md): `XADD` to publish, `XREADGROUP` + `XACK` on
 the output stream to consume. Reading your own pending entries first (id `0`) and then new
 ones (`>`) means a consumer that crashed gets its unacknowledged records again on restart.
+
+**Partitions** (docs/partitions.md). When the workers run with `THOUGHTLINE_PARTITIONS` > 1
+they list their streams in a hash (`{thoughtline}:partitions`); these functions read it (one
+`HGETALL`, kept `ROUTES_TTL_SECONDS` per client) and, when the stream given is the configured
+one, publish each entry to its partition (`crc32(id)`, or `crc32(stream)` for a live chunk,
+modulo the count) and read records from every partition's output stream. Without that hash
+(one partition) every call is the single `XADD` / `XREADGROUP` it always was.
 """
 
 from __future__ import annotations
 
+import collections
+import itertools
+import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -25,6 +36,7 @@ import msgspec
 import redis
 import redis.asyncio as redis_asyncio
 
+from thoughtline.contract.partitions import BaseNames, Routes, hash_tag, parse_metadata, routing_key
 from thoughtline.contract.record import Delta, EntryKind, FormatName, Record
 from thoughtline.contract.record import decode as decode_record
 from thoughtline.worker.settings import (
@@ -104,7 +116,8 @@ def publish(
 ) -> str:
     """`XADD` one raw response; returns the entry id. The fields as for `entry()`."""
     fields = entry(payload, format=format, id=id, meta=meta, kind=kind, deltas=deltas)
-    entry_id = client.xadd(stream, fields)  # type: ignore[arg-type]
+    target = input_stream(routes(client, stream), stream, fields)
+    entry_id = client.xadd(target, fields)  # type: ignore[arg-type]
     return _text(entry_id)
 
 
@@ -121,7 +134,8 @@ async def apublish(
 ) -> str:
     """`publish` for `redis.asyncio`."""
     fields = entry(payload, format=format, id=id, meta=meta, kind=kind, deltas=deltas)
-    entry_id = await client.xadd(stream, fields)  # type: ignore[arg-type]
+    target = input_stream(await aroutes(client, stream), stream, fields)
+    entry_id = await client.xadd(target, fields)  # type: ignore[arg-type]
     return _text(entry_id)
 
 
@@ -159,7 +173,8 @@ def publish_live(
 ) -> str:
     """`XADD` one chunk of a response still streaming; returns the entry id."""
     fields = live_entry(response_id, seq, chunk, format=format, final=final, meta=meta)
-    return _text(client.xadd(stream, fields))  # type: ignore[arg-type]
+    target = input_stream(routes(client, stream), stream, fields)
+    return _text(client.xadd(target, fields))  # type: ignore[arg-type]
 
 
 async def apublish_live(
@@ -175,7 +190,8 @@ async def apublish_live(
 ) -> str:
     """`publish_live` for `redis.asyncio`."""
     fields = live_entry(response_id, seq, chunk, format=format, final=final, meta=meta)
-    return _text(await client.xadd(stream, fields))  # type: ignore[arg-type]
+    target = input_stream(await aroutes(client, stream), stream, fields)
+    return _text(await client.xadd(target, fields))  # type: ignore[arg-type]
 
 
 def records(
@@ -189,6 +205,12 @@ def records(
     stop_when_idle: bool = False,
 ) -> Iterator[Message]:
     """Records in `group` (created at the stream start if missing), yours pending first."""
+    streams = read_streams(routes(client, stream), stream)
+    if len(streams) > 1:
+        yield from _partitioned_records(
+            client, group, consumer, streams, count, block_ms, stop_when_idle
+        )
+        return
     ensure_group(client, stream, group)
     read_id = "0"
     while True:
@@ -218,6 +240,13 @@ async def arecords(
     stop_when_idle: bool = False,
 ) -> AsyncIterator[AsyncMessage]:
     """`records` for `redis.asyncio`; `await message.ack()`."""
+    streams = read_streams(await aroutes(client, stream), stream)
+    if len(streams) > 1:
+        async for message in _apartitioned_records(
+            client, group, consumer, streams, count, block_ms, stop_when_idle
+        ):
+            yield message
+        return
     try:
         await client.xgroup_create(stream, group, id="0", mkstream=True)
     except redis.ResponseError as error:
@@ -294,6 +323,196 @@ def live_deltas(
             last = _text(entry_id)
             if fields and b"delta" in fields:
                 yield accumulations.add(_DELTA_DECODER.decode(fields[b"delta"]))
+
+
+# --- partitions --------------------------------------------------------------------------------
+
+ROUTES_TTL_SECONDS: Final = 5.0
+"""How long a client keeps the partitions it read: a change of the count is seen this late (the
+workers go on reading the partitions of the earlier count, so nothing is lost meanwhile)."""
+_NO_ROUTES: Final = "none"
+_routes_cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, Routes | None]]] = (
+    weakref.WeakKeyDictionary()
+)
+_spread = itertools.count()
+"""Entries with neither `id` nor `stream` go to the partitions in turn."""
+
+
+def _metadata_key(stream: str) -> str | None:
+    tag = hash_tag(stream)
+    return None if tag is None else BaseNames(stream, "", "", "", "").metadata_key
+
+
+def _cached(client: Any, key: str) -> tuple[bool, Routes | None]:
+    found = _routes_cache.get(client, {}).get(key)
+    if found is None or found[0] < time.monotonic():
+        return False, None
+    return True, found[1]
+
+
+def _remember(client: Any, key: str, fields: Any) -> Routes | None:
+    found = parse_metadata(fields) if fields else None
+    _routes_cache.setdefault(client, {})[key] = (time.monotonic() + ROUTES_TTL_SECONDS, found)
+    return found
+
+
+def routes(client: redis.Redis, stream: str) -> Routes | None:
+    """The partitions of the deployment whose configured stream is `stream` (read from the
+    metadata hash of its hash tag), or None when it has one partition."""
+    key = _metadata_key(stream)
+    if key is None:
+        return None
+    known, found = _cached(client, key)
+    if known:
+        return found
+    try:
+        fields = client.hgetall(key)
+    except redis.ResponseError:  # an ACL without HGETALL, a key of another type: none
+        fields = {}
+    return _remember(client, key, fields)
+
+
+async def aroutes(client: redis_asyncio.Redis, stream: str) -> Routes | None:
+    """`routes` for `redis.asyncio`."""
+    key = _metadata_key(stream)
+    if key is None:
+        return None
+    known, found = _cached(client, key)
+    if known:
+        return found
+    try:
+        fields = await client.hgetall(key)
+    except redis.ResponseError:
+        fields = {}
+    return _remember(client, key, fields)
+
+
+LIVE_STREAMS_KEPT: Final = 10_000
+_live_inputs: collections.OrderedDict[bytes, str] = collections.OrderedDict()
+"""Per live stream this process publishes, the input stream its first chunk went to: its later
+chunks follow it there even if the count changes meanwhile (a live stream's state lives in
+one partition). Bounded; a stream leaves at its final chunk."""
+
+
+def input_stream(found: Routes | None, stream: str, fields: Mapping[str, bytes]) -> str:
+    """Where an entry with `fields` goes: its partition's input stream when `stream` is the
+    partitioned deployment's configured one, else `stream` itself."""
+    if found is None or stream != found.base.input:
+        return stream
+    live = fields.get("stream")
+    if live is None:
+        return found.input_for(routing_key(fields), next(_spread))
+    kept = found.base.input.encode() + b"\n" + live
+    target = _live_inputs.pop(kept, None) or found.input_for(live)
+    if fields.get("final") != b"1":
+        _live_inputs[kept] = target
+        while len(_live_inputs) > LIVE_STREAMS_KEPT:
+            _live_inputs.popitem(last=False)
+    return target
+
+
+def read_streams(found: Routes | None, stream: str) -> list[str]:
+    """The streams to read for `stream`: every partition's (of every layout still read) when
+    `stream` is the partitioned deployment's configured output, dead-letter or deltas stream."""
+    if found is None:
+        return [stream]
+    for configured, partitioned in (
+        (found.base.output, found.outputs),
+        (found.base.dead, found.dead),
+        (found.base.deltas, found.deltas),
+    ):
+        if stream == configured:
+            return list(partitioned)
+    return [stream]
+
+
+def _partitioned_records(
+    client: redis.Redis,
+    group: str,
+    consumer: str,
+    streams: list[str],
+    count: int,
+    block_ms: int,
+    stop_when_idle: bool,
+) -> Iterator[Message]:
+    """`records` over several streams: each read on its own (on a Redis Cluster they live on
+    different masters), own pending entries first; when none has anything, one waits in turn
+    for `block_ms / len(streams)`."""
+    for stream in streams:
+        ensure_group(client, stream, group)
+    read_ids = dict.fromkeys(streams, "0")
+    waiting = itertools.cycle(streams)
+    wait_ms = max(1, block_ms // len(streams))
+    while True:
+        found = 0
+        in_history = any(read_id != ">" for read_id in read_ids.values())
+        for stream in streams:
+            response = client.xreadgroup(group, consumer, {stream: read_ids[stream]}, count)
+            page = _page(response)
+            found += len(page)
+            yield from _messages(client, stream, group, page, read_ids)
+        if found or in_history:
+            continue
+        if stop_when_idle:
+            return
+        stream = next(waiting)
+        page = _page(client.xreadgroup(group, consumer, {stream: ">"}, count, wait_ms))
+        yield from _messages(client, stream, group, page, read_ids)
+
+
+def _messages(
+    client: redis.Redis,
+    stream: str,
+    group: str,
+    page: list[tuple[bytes, dict[bytes, bytes]]],
+    read_ids: dict[str, str],
+) -> Iterator[Message]:
+    if read_ids[stream] != ">":
+        read_ids[stream] = _text(page[-1][0]) if page else ">"
+    for entry_id, fields in page:
+        if fields:  # else deleted from the stream while pending: nothing to hand out
+            yield Message(_text(entry_id), _record(fields), _acker(client, stream, group, entry_id))
+
+
+async def _apartitioned_records(
+    client: redis_asyncio.Redis,
+    group: str,
+    consumer: str,
+    streams: list[str],
+    count: int,
+    block_ms: int,
+    stop_when_idle: bool,
+) -> AsyncIterator[AsyncMessage]:
+    """`_partitioned_records` for `redis.asyncio`."""
+    for stream in streams:
+        try:
+            await client.xgroup_create(stream, group, id="0", mkstream=True)
+        except redis.ResponseError as error:
+            if "BUSYGROUP" not in str(error):
+                raise
+    read_ids = dict.fromkeys(streams, "0")
+    waiting = itertools.cycle(streams)
+    wait_ms = max(1, block_ms // len(streams))
+    while True:
+        pages = []
+        for stream in streams:
+            response = await client.xreadgroup(group, consumer, {stream: read_ids[stream]}, count)
+            pages.append((stream, _page(response)))
+        if not any(page for _, page in pages) and all(
+            read_id == ">" for read_id in read_ids.values()
+        ):
+            if stop_when_idle:
+                return
+            stream = next(waiting)
+            response = await client.xreadgroup(group, consumer, {stream: ">"}, count, wait_ms)
+            pages = [(stream, _page(response))]
+        for stream, page in pages:
+            if read_ids[stream] != ">":
+                read_ids[stream] = _text(page[-1][0]) if page else ">"
+            for entry_id, fields in page:
+                if fields:
+                    ack = _async_acker(client, stream, group, entry_id)
+                    yield AsyncMessage(_text(entry_id), _record(fields), ack)
 
 
 def ensure_group(client: redis.Redis, stream: str, group: str) -> None:

@@ -95,6 +95,10 @@ class _HeldRedis:
     def pipeline(self, transaction: bool = True) -> _HeldPipeline:
         return _HeldPipeline(self)
 
+    def hgetall(self, key: str) -> dict[bytes, bytes]:
+        """The partitions' metadata the publisher looks up: none, one partition."""
+        return {}
+
 
 def _in_a_thread(work: Callable[[], None]) -> bool:
     """Run `work` in a thread of its own; True when it returned (a call that waited on the

@@ -156,6 +156,20 @@ def test_keda_on_a_redis_cluster_uses_the_cluster_trigger() -> None:
     assert "address" not in trigger["metadata"] and "databaseIndex" not in trigger["metadata"]
 
 
+def test_keda_with_partitions_scales_on_the_summed_lag_from_prometheus() -> None:
+    """The partitions' stream names are computed by the workers, so KEDA cannot name them:
+    it reads the lag every worker reports summed over the partitions."""
+    values = {"config": {"partitions": 6}}
+    with pytest.raises(helm.HelmRenderError, match=r"keda\.prometheus\.serverAddress"):
+        chart.render({**values, "keda": {"enabled": True}})
+    trigger = _trigger({**values, "keda": {"prometheus": {"serverAddress": "http://prom:9090"}}})
+    assert trigger["type"] == "prometheus"
+    assert trigger["metadata"]["serverAddress"] == "http://prom:9090"
+    assert trigger["metadata"]["query"].startswith("max(thoughtline_stream_lag{namespace=")
+    assert trigger["metadata"]["threshold"] == "500"
+    assert chart.only(values, "ConfigMap")["data"]["THOUGHTLINE_PARTITIONS"] == "6"
+
+
 def test_keda_authenticates_with_a_password_secret() -> None:
     values = {"keda": {"enabled": True, "passwordSecret": {"name": "auth", "key": "pw"}}}
     authentication = chart.only(values, "TriggerAuthentication")

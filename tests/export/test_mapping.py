@@ -199,6 +199,20 @@ def test_a_responses_reasoning_item_gives_its_id_and_encrypted_content() -> None
     }
 
 
+@pytest.mark.parametrize(
+    ("format_name", "provider", "found"), [("gemini", "google", 1), ("anthropic", "anthropic", 0)]
+)
+def test_a_record_s_parts_are_read_by_its_own_format(
+    format_name: str, provider: str, found: int
+) -> None:
+    """The record's format row reads its parts: a Gemini-signed part in an Anthropic record
+    carries no Anthropic opaque value."""
+    part = msgspec.Raw(b'{"text":"Paris.","thoughtSignature":"c2ln"}')
+    span = span_of(record(format=format_name, provider=provider, replay_parts=[part]), PUBLISHED_MS)
+    opaque = [item for item in message_of(span)["parts"] if item["type"] == "opaque_reasoning"]
+    assert len(opaque) == found
+
+
 THINKING_RECORD = record(
     content="Paris.",
     thinking="The capital of France.",

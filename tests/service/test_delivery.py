@@ -185,7 +185,8 @@ async def test_a_lost_group_comes_back_where_the_committed_entries_end(
 ) -> None:
     """Two consumers commit out of order, then the group is destroyed: it is recreated after
     the last entry below which all were committed, and the entries committed above it (the
-    other consumer's batch) are acknowledged without being published again."""
+    other consumer's batch) are acknowledged without being published again. The record lists
+    the entries left pending below the newest committed one, not the committed ones."""
     await ensure_group(aclient, settings)
     ids = [await aclient.xadd(settings.input_stream, {"payload": PAYLOAD, "id": f"r{n}"})
            for n in range(6)]  # fmt: skip
@@ -195,9 +196,10 @@ async def test_a_lost_group_comes_back_where_the_committed_entries_end(
     assert await committer.commit(second) == [True] * 3  # r3-r5, while r0-r2 are pending
     assert await committer.commit(first[:1]) == [True]  # r0; r1 and r2 are still pending
     key = commit_module.committed_key(settings)
-    marked = {member for member, score in await aclient.zrange(key, 0, -1, withscores=True)
-              if score >= 0}  # fmt: skip
-    assert marked == set(ids[3:])
+    record = await aclient.zrange(key, 0, -1, withscores=True)
+    listed = {member for member, score in record if score >= 0}
+    assert listed == {b"!" + entry_id for entry_id in ids[1:3]}  # pending in c1; r0 done since
+    assert (b">" + ids[5], -2.0) in record  # the high mark
     await aclient.xgroup_destroy(settings.input_stream, settings.group)
     start = await ensure_group(aclient, settings)
     assert start is not None and ids[0] <= start.encode() < ids[1]
@@ -206,14 +208,15 @@ async def test_a_lost_group_comes_back_where_the_committed_entries_end(
     assert await committer.commit(again) == [True, True, False, False, False]
     assert await record_ids(aclient, settings) == [f"r{n}".encode() for n in range(6)]
     assert await pending_count(aclient, settings) == 0
-    # Nothing pending: every mark left is at or below the low mark (dropped by the millisecond,
+    # Nothing pending: every id left is at or below the low mark (dropped by the millisecond,
     # so those of its own millisecond wait for the next commit in a later one).
-    (low, _), *rest = await aclient.zrange(key, 0, -1, withscores=True)
-    assert all(member <= low for member, _ in rest)
+    record = await aclient.zrange(key, 0, -1, withscores=True)
+    [low] = [member for member, score in record if score == -1]
+    assert all(member[1:] <= low for member, score in record if score >= 0)
     await asyncio.sleep(0.002)
     await aclient.xadd(settings.input_stream, {"payload": PAYLOAD, "id": "later"})
     assert await committer.commit(await deliver(aclient, settings, "c3", 10)) == [True]
-    assert await aclient.zcard(key) == 1
+    assert await aclient.zcard(key) == 2  # the low and the high mark
 
 
 async def test_a_group_made_again_at_0_by_hand_publishes_nothing_twice(
@@ -234,8 +237,8 @@ async def test_a_group_made_again_at_0_by_hand_publishes_nothing_twice(
 async def test_the_committed_ids_stay_as_small_as_the_entries_in_flight(
     aclient: redis_asyncio.Redis, settings: Settings
 ) -> None:
-    """Only entries committed above a pending one are kept; each is dropped once nothing
-    below it is pending."""
+    """Only the entries pending below the newest committed one are listed, beside the two
+    marks; each is dropped when it is committed."""
     await ensure_group(aclient, settings)
     committer = Committer(aclient, settings)
     key = commit_module.committed_key(settings)
@@ -246,15 +249,37 @@ async def test_the_committed_ids_stay_as_small_as_the_entries_in_flight(
         for _ in range(3):
             assert await committer.commit(await deliver(aclient, settings, "fast", 10)) == [
                 True] * 10  # fmt: skip
-        assert await aclient.zcard(key) == 1 + 30
+        assert await aclient.zcard(key) == 2 + 10  # the slow consumer's batch
         assert await committer.commit(slow) == [True] * 10
-        assert await aclient.zcard(key) <= 1 + 30  # the marks below the low mark go
+        assert await aclient.zcard(key) == 2
     assert await pending_count(aclient, settings) == 0
-    assert await aclient.zcard(key) <= 1 + 30
     await aclient.xadd(settings.input_stream, {"payload": PAYLOAD, "id": "last"})
-    await asyncio.sleep(0.002)  # a later millisecond: every mark is below it
+    await asyncio.sleep(0.002)
     assert await committer.commit(await deliver(aclient, settings, "fast", 10)) == [True]
-    assert await aclient.zcard(key) == 1
+    assert await aclient.zcard(key) == 2
+
+
+async def test_an_entry_held_by_a_dead_consumer_adds_one_id_to_the_record(
+    aclient: redis_asyncio.Redis, settings: Settings
+) -> None:
+    """However many entries are committed while one stays pending (a worker died holding it,
+    until it is reclaimed), the record holds that one id and the two marks; a lost group then
+    gives back only the held entry."""
+    await ensure_group(aclient, settings)
+    committer = Committer(aclient, settings)
+    key = commit_module.committed_key(settings)
+    for n in range(301):
+        await aclient.xadd(settings.input_stream, {"payload": PAYLOAD, "id": f"h{n}"})
+    [held] = await deliver(aclient, settings, "dead", 1)
+    for _ in range(10):
+        assert await committer.commit(await deliver(aclient, settings, "fast", 30)) == [True] * 30
+    assert await aclient.zcard(key) == 3
+    assert b"!" + held.entry_id in await aclient.zrange(key, 0, -1)
+    await aclient.xgroup_destroy(settings.input_stream, settings.group)
+    await ensure_group(aclient, settings)
+    again = await deliver(aclient, settings, "c2", 1000)
+    assert await committer.commit(again) == [True] + [False] * 300
+    assert await aclient.xlen(settings.output_stream) == 301
 
 
 async def test_a_stream_deleted_and_added_anew_starts_from_0(

@@ -17,9 +17,10 @@ import redis.asyncio as redis_asyncio
 import thoughtline
 from tests.streams.live_entries import accumulate, run_live
 from thoughtline.streams.live import LiveState, LiveStream
-from thoughtline.worker.entries import DeliveredEntry
+from thoughtline.worker.commit import Committer
+from thoughtline.worker.entries import DeliveredEntry, process
 from thoughtline.worker.group import ensure_group
-from thoughtline.worker.live import LiveHandler, live_keys
+from thoughtline.worker.live import LiveHandler, is_live, live_keys
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.settings import Settings, load_settings
 
@@ -379,6 +380,38 @@ async def test_a_lost_group_republishes_no_live_stream_whatever_its_age(
     assert client.xlen(live_settings.deltas_stream) == deltas
     assert client.xlen(live_settings.output_stream) == records
     assert _pending(client, live_settings) == 0
+
+
+async def test_a_batch_commit_keeps_what_the_live_script_recorded(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    """Both scripts keep one committed-ids record. An ordinary entry held by a dead consumer
+    keeps the low mark below the live entries, so the live script lists them; the batch
+    commit that follows (its first: no high mark yet) must keep that list, or a lost group
+    brings the live stream back once its keys have expired."""
+    handler = await _handler(aclient, live_settings)
+    body = b'{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}'
+    await aclient.xadd(live_settings.input_stream, {"payload": body, "format": "openai_chat"})
+    await aclient.xreadgroup(
+        live_settings.group, "dead-consumer", {live_settings.input_stream: ">"}, count=1
+    )
+    await _publish(aclient, live_settings, "g1", range(len(PAYLOADS)))
+    await handler.handle(await _read(aclient, live_settings))
+    await aclient.xadd(live_settings.input_stream, {"payload": body, "format": "openai_chat"})
+    delivered = await _read(aclient, live_settings)
+    outcomes = [process(entry.entry_id, entry.fields, 1, live_settings) for entry in delivered]
+    assert await Committer(aclient, live_settings).commit(outcomes) == [True]
+    deltas = client.xlen(live_settings.deltas_stream)
+    records = client.xlen(live_settings.output_stream)
+    client.xgroup_destroy(live_settings.input_stream, live_settings.group)
+    for key in client.scan_iter(match=f"{live_settings.input_stream}:live:*"):
+        client.delete(key)  # as if the TTL had passed
+    await ensure_group(aclient, live_settings)
+    live_entries = [entry for entry in await _read(aclient, live_settings) if is_live(entry.fields)]
+    assert live_entries
+    await LiveHandler(aclient, live_settings, Metrics()).handle(live_entries)
+    assert client.xlen(live_settings.deltas_stream) == deltas
+    assert client.xlen(live_settings.output_stream) == records
 
 
 async def test_a_revision_is_counted(

@@ -4,7 +4,8 @@ The request path only appends to a bounded buffer (a lock, a length check, a deq
 One daemon thread per publisher takes up to `batch_size` captures at a time, turns each into
 the entry fields `thoughtline.client.entry` builds (decoding the content encoding, reading the
 model from the request body), or, for a chunk of a response published live, the live entry
-`thoughtline.client.live_entry` builds, and sends them in one pipeline. Whatever cannot be
+`thoughtline.client.live_entry` builds, and sends them in one pipeline (each to its partition
+when the workers run several, `thoughtline.client.routes`). Whatever cannot be
 published is dropped and counted, never raised:
 
     thoughtline_capture_dropped_total{reason}
@@ -34,7 +35,7 @@ import redis
 from prometheus_client import CollectorRegistry, Counter
 
 from thoughtline.capture.exchanges import Capture, LivePiece, entries_of, live_entry_of
-from thoughtline.client import INPUT_STREAM
+from thoughtline.client import INPUT_STREAM, input_stream, routes
 
 __all__ = ["DROP_REASONS", "DropReason", "Publisher", "shared_publisher", "shutdown"]
 
@@ -214,6 +215,7 @@ class Publisher:
 
     def _send(self, batch: list[Capture | LivePiece]) -> bool:
         """XADD the batch in one pipeline; True when Redis could not be used."""
+        partitions = routes(self._client, self._stream)  # each entry to its partition, if several
         pipeline = self._client.pipeline(transaction=False)
         queued = 0
         undecodable = 0
@@ -227,7 +229,7 @@ class Publisher:
                 continue
             for entry_fields in fields:
                 pipeline.xadd(
-                    self._stream,
+                    input_stream(partitions, self._stream, entry_fields),
                     entry_fields,  # type: ignore[arg-type]
                     maxlen=self._maxlen,
                     approximate=True,

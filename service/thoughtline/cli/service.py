@@ -233,6 +233,9 @@ def _is_json_object(text: str) -> bool:
 
 def _publish(arguments: argparse.Namespace, settings: Settings, client: redis.Redis) -> int:
     client.ping()  # an unreachable Redis is said once, before reading any file
+    from thoughtline.client import input_stream, routes
+
+    partitions = routes(client, settings.input_stream)  # each entry to its partition, if several
     status = 0
     published = 0
     queued: list[str] = []
@@ -244,7 +247,8 @@ def _publish(arguments: argparse.Namespace, settings: Settings, client: redis.Re
                 print(f"thoughtline: {name}: {_one_line(error)}", file=sys.stderr)
                 status = 1
                 continue
-            pipeline.xadd(settings.input_stream, fields)  # type: ignore[arg-type]
+            target = input_stream(partitions, settings.input_stream, fields)
+            pipeline.xadd(target, fields)  # type: ignore[arg-type]
             queued.append(name)
             if len(queued) >= PIPELINE_ENTRIES:
                 published += _flush(pipeline, queued, published, len(arguments.files))
@@ -318,14 +322,19 @@ def run_tail(arguments: argparse.Namespace) -> int:
 
 
 def _tail(arguments: argparse.Namespace, settings: Settings, client: redis.Redis) -> int:
+    from thoughtline.client import read_streams, routes
+
     stream = settings.dead_stream if arguments.dead else settings.output_stream
-    last_id = "0" if arguments.from_start else _last_entry_id(client, stream)
+    streams = read_streams(routes(client, stream), stream)  # every partition's, if several
+    last_ids = {
+        name: "0" if arguments.from_start else _last_entry_id(client, name) for name in streams
+    }
     shown = 0
     while arguments.count is None or shown < arguments.count:
-        response = cast(StreamsResponse, client.xread({stream: last_id}, count=100, block=1000))
-        for _, page in response or []:
+        response = cast(StreamsResponse, client.xread(last_ids, count=100, block=1000))  # type: ignore[arg-type]
+        for name, page in response or []:
             for entry_id, fields in page:
-                last_id = entry_id.decode()
+                last_ids[name.decode()] = entry_id.decode()
                 print(console.describe_entry(entry_id, fields, as_json=arguments.json), flush=True)
                 shown += 1
                 if arguments.count is not None and shown >= arguments.count:

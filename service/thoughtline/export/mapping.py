@@ -24,6 +24,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from thoughtline.contract.record import Detection, Record
+from thoughtline.providers import registry
 
 CONVENTIONS_VERSION: Final = "1.41.0"
 SCHEMA_URL: Final = f"https://opentelemetry.io/schemas/{CONVENTIONS_VERSION}"
@@ -191,7 +192,11 @@ def opaque_parts(record: Record) -> list[dict[str, JsonValue]]:
     redacted or encrypted reasoning, reasoning item ids), under OpenInference's names
     (`signature`, `data`, `encrypted_content`, `id`), each string exactly as the provider
     sent it; `provider_type` says what the part was and `replay_index` where it stands in
-    the record's `replay_parts`."""
+    the record's `replay_parts`. Each format's row reads its own parts (its folder's
+    `replay.py`): the export names none of their fields."""
+    row = registry.FORMATS_BY_NAME.get(record.format)
+    if row is None:
+        return []
     found: list[dict[str, JsonValue]] = []
     for index, raw in enumerate(record.replay_parts):
         try:
@@ -199,7 +204,7 @@ def opaque_parts(record: Record) -> list[dict[str, JsonValue]]:
         except (msgspec.DecodeError, RecursionError):
             continue
         if isinstance(part, dict):
-            for provider_type, values in _opaque_values(part):
+            for provider_type, values in row.opaque_values(part):
                 if values:
                     found.append(
                         {
@@ -210,100 +215,6 @@ def opaque_parts(record: Record) -> list[dict[str, JsonValue]]:
                         }
                     )
     return found
-
-
-OpaqueValues = list[tuple[str, dict[str, str]]]
-
-
-def _strings(source: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, str]:
-    """`source`'s string members named in `names` (provider name -> OpenInference name)."""
-    return {
-        ours: value
-        for theirs, ours in names.items()
-        if isinstance(value := source.get(theirs), str) and value
-    }
-
-
-def _gemini_opaque(part: dict[str, Any]) -> OpaqueValues:
-    kind = "thought" if part.get("thought") is True else _gemini_kind(part)
-    return [(kind, _strings(part, {"thoughtSignature": "signature"}))]
-
-
-def _gemini_kind(part: Mapping[str, Any]) -> str:
-    for name in ("functionCall", "text", "executableCode", "codeExecutionResult"):
-        if name in part:
-            return name
-    return "part"
-
-
-def _anthropic_opaque(block: dict[str, Any]) -> OpaqueValues:
-    kind = block.get("type")
-    if kind == "thinking":
-        return [("thinking", _strings(block, {"signature": "signature"}))]
-    if kind == "redacted_thinking":
-        return [("redacted_thinking", _strings(block, {"data": "data"}))]
-    return []
-
-
-def _bedrock_opaque(block: dict[str, Any]) -> OpaqueValues:
-    reasoning = block.get("reasoningContent")
-    if not isinstance(reasoning, dict):
-        return []
-    found: OpaqueValues = []
-    text = reasoning.get("reasoningText")
-    if isinstance(text, dict):
-        found.append(("reasoningText", _strings(text, {"signature": "signature"})))
-    found.append(("redactedContent", _strings(reasoning, {"redactedContent": "data"})))
-    return found
-
-
-def _responses_opaque(item: dict[str, Any]) -> OpaqueValues:
-    if item.get("type") != "reasoning":
-        return []
-    return [("reasoning", _strings(item, {"id": "id", "encrypted_content": "encrypted_content"}))]
-
-
-def _message_opaque(message: dict[str, Any]) -> OpaqueValues:
-    """Chat-shaped messages: OpenRouter's `reasoning_details` entries and the thought
-    signatures Gemini's OpenAI-compatible surface hangs on the message and its tool calls."""
-    found: OpaqueValues = []
-    details = message.get("reasoning_details")
-    for entry in details if isinstance(details, list) else ():
-        if isinstance(entry, dict):
-            names = {"signature": "signature", "data": "data", "id": "id"}
-            found.append((str(entry.get("type", "reasoning_detail")), _strings(entry, names)))
-    found.append(("message", _google_signature(message)))
-    calls = message.get("tool_calls")
-    for call in calls if isinstance(calls, list) else ():
-        if isinstance(call, dict):
-            found.append(("tool_call", _google_signature(call)))
-    return found
-
-
-def _google_signature(holder: Mapping[str, Any]) -> dict[str, str]:
-    extra = holder.get("extra_content")
-    google = extra.get("google") if isinstance(extra, dict) else None
-    if not isinstance(google, dict):
-        return {}
-    return _strings(google, {"thought_signature": "signature"})
-
-
-def _opaque_values(part: dict[str, Any]) -> OpaqueValues:
-    """Read by the part's shape, which tells the formats apart: a Chat-shaped message has a
-    `role`, a Bedrock block `reasoningContent`, Anthropic blocks and Responses items a `type`
-    of their own, and Gemini parts none of these."""
-    if "role" in part:
-        return _message_opaque(part)
-    if "reasoningContent" in part:
-        return _bedrock_opaque(part)
-    kind = part.get("type")
-    if kind in ("thinking", "redacted_thinking"):
-        return _anthropic_opaque(part)
-    if kind == "reasoning":
-        return _responses_opaque(part)
-    if kind is None:
-        return _gemini_opaque(part)
-    return []
 
 
 def _attributes(record: Record, meta: Mapping[str, Any]) -> dict[str, AttributeValue]:

@@ -46,6 +46,9 @@ class Format:
     """How its replay parts go back; None: a Chat-shaped format (the one message object)."""
     shape: Probes
     """How detection tells its bodies and streams apart (its folder's `shape.py`)."""
+    opaque_values: parts.OpaqueReader
+    """A replay part's opaque values (signatures, redacted or encrypted reasoning) under
+    OpenInference's names, for the export (its folder's `replay.py`)."""
     history_field: str = "messages"
     """The request-body field the next-turn history goes into."""
     stream_family: FormatName | None = None

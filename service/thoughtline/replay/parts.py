@@ -23,7 +23,7 @@ formats (OpenAI Chat, Mistral, Ollama) have one message as their only part; see
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
@@ -154,6 +154,25 @@ def read_part(part_format: PartFormat | None, raw: msgspec.Raw) -> PartReading:
     if fields is None or part_format is None:
         return OTHER
     return part_format.read(fields)
+
+
+OpaqueValues = list[tuple[str, dict[str, str]]]
+"""A replay part's opaque values: per holder, what it is (the provider's own name for it)
+and its strings under OpenInference's names (`signature`, `data`, `encrypted_content`,
+`id`); a holder without any is an empty dict."""
+
+OpaqueReader = Callable[[dict[str, Any]], OpaqueValues]
+"""A format's opaque values of one replay part, decoded (each provider's `replay.py`)."""
+
+
+def strings_named(source: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, str]:
+    """`source`'s non-empty string members named in `names` (provider name -> OpenInference
+    name), each string exactly as decoded."""
+    return {
+        ours: value
+        for theirs, ours in names.items()
+        if isinstance(value := source.get(theirs), str) and value
+    }
 
 
 TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]

@@ -4,10 +4,12 @@
     XAUTOCLAIM of idle entries (reclaimer) ────┴─> entries.process ─> commit.Committer
                                                    (record | dead letter)   (one script: add + ack)
 
-One worker per process, its consumer name `<host>-<pid>`. The group is created at id 0
-before the broker starts (FastStream would create it at `$` and skip entries published
-before the first worker ran). FastStream never acknowledges anything itself
-(`AckPolicy.MANUAL`): the commit script does, only together with the outputs.
+One worker per process, its consumer name `<host>-<pid>`. With `THOUGHTLINE_PARTITIONS` > 1 it
+reads every partition, each with a reader, reclaimer and committer of its own
+(`thoughtline.worker.lanes`). The group is created at id 0 before the broker starts (FastStream
+would create it at `$` and skip entries published before the first worker ran). FastStream
+never acknowledges anything itself (`AckPolicy.MANUAL`): the commit script does, only together
+with the outputs.
 
 Exit status of `run()`: 0 after SIGTERM/SIGINT (the batch in flight is finished first, or,
 if Redis stays unreachable, its commit is cancelled after `GRACEFUL_TIMEOUT_SECONDS`: nothing of
@@ -30,7 +32,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, cast
 
 from faststream import FastStream
@@ -42,6 +44,7 @@ from faststream.redis.prometheus import RedisPrometheusMiddleware
 from redis import exceptions as redis_errors
 
 from thoughtline.contract.errors import ThoughtlineError
+from thoughtline.contract.partitions import PartitionKeys, parse_layouts
 from thoughtline.worker.batches import BatchHandler, cancel_until_done
 from thoughtline.worker.commit import Committer, GroupVanishedError
 from thoughtline.worker.connections import Broker, ClusterBroker, RedisClient, async_client
@@ -54,11 +57,18 @@ from thoughtline.worker.group import (
     remove_dead_consumers,
 )
 from thoughtline.worker.health import HealthServer
+from thoughtline.worker.lanes import Lane, StrayChunks, readiness_for, write_metadata
 from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.readiness import ReadinessProblems
 from thoughtline.worker.reclaim import Reclaimer
-from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff, RefusedReads
+from thoughtline.worker.retry import (
+    TRANSIENT_ERRORS,
+    WRITE_REFUSALS,
+    Backoff,
+    RefusedReads,
+    describe_refusal,
+)
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -107,24 +117,13 @@ class Worker:
         self.consumer = consumer or consumer_name()
         self.metrics = metrics or Metrics()
         self.client = redis_client(redis_url, cluster=settings.redis_cluster)
-        self.reclaimer = Reclaimer(self.client, settings, self.consumer, self.metrics, self.handle)
-        committer = WatchedCommitter(self.client, settings, self.metrics.readiness)
-        committer.readiness = self.metrics.readiness  # a refused write: /readyz says why
-        self.reclaimer.check_writes = committer.check  # no claiming while writes are refused
-        conversations = ConversationStore(
+        base = settings.base_names()
+        self.conversations = ConversationStore(
             self.client,
             prefix=settings.conversation_prefix,
             ttl_seconds=settings.conversation_ttl_seconds,
             loop_limit=settings.reasoning_only_loop_limit,
-        )
-        self.live = LiveHandler(self.client, settings, self.metrics)
-        self.batches = BatchHandler(
-            settings,
-            committer,
-            self.metrics,
-            self.reclaimer.recreate_group,
-            conversations,
-            live=self.live,
+            layout=base.layout(settings.partitions),
         )
         self.health = HealthServer(self.metrics, self._readiness, self._refresh_lag)
         self.refused_reads = RefusedReads(
@@ -151,9 +150,49 @@ class Worker:
             middlewares=[RedisPrometheusMiddleware(registry=self.metrics.registry)],
             description="Thoughtline workers: raw LLM provider responses in, records out.",
         )
-        self.subscriber = self.broker.subscriber(
+        self.lanes: list[Lane] = []
+        """One per partition this worker reads (worker/lanes.py); the first is the only one
+        with THOUGHTLINE_PARTITIONS=1."""
+        for keys in base.layout(settings.partitions):
+            self._add_lane(keys)
+        first = self.lanes[0]
+        self.reclaimer, self.live, self.batches = first.reclaimer, first.live, first.batches
+        self.subscriber = first.subscriber
+        self.app = FastStream(
+            self.broker,
+            logger=logger,
+            on_startup=[self._on_startup],
+            after_startup=[self._after_startup],
+            on_shutdown=[self._on_shutdown],
+        )
+
+    def _add_lane(self, keys: PartitionKeys) -> Lane:
+        """Everything that serves one partition, and FastStream's reader of its input."""
+        settings = self.settings
+        lane_settings = settings if keys == settings.keys() else settings.for_partition(keys)
+        readiness = readiness_for(self.metrics.readiness, keys)
+        committer = WatchedCommitter(self.client, lane_settings, readiness)
+        committer.readiness = readiness  # a refused write: /readyz says why
+        live = LiveHandler(self.client, lane_settings, self.metrics)
+        strays = StrayChunks(self.client, settings, keys, lambda: self.lanes)
+
+        async def handle(entries: Sequence[DeliveredEntry]) -> list[Outcome]:
+            return await batches.handle(await strays.route(entries))  # (assigned below)
+
+        reclaimer = Reclaimer(self.client, lane_settings, self.consumer, self.metrics, handle)
+        reclaimer.check_writes = committer.check  # no claiming while writes are refused
+        reclaimer.readiness = readiness
+        batches = BatchHandler(
+            lane_settings,
+            committer,
+            self.metrics,
+            reclaimer.recreate_group,
+            self.conversations,
+            live=live,
+        )
+        subscriber = self.broker.subscriber(
             stream=StreamSub(
-                settings.input_stream,
+                lane_settings.input_stream,
                 group=settings.group,
                 consumer=self.consumer,
                 batch=True,
@@ -163,17 +202,21 @@ class Worker:
             parser=_parse_batch,
             decoder=_decode_batch,
             ack_policy=AckPolicy.MANUAL,
-            title="raw",
+            title="raw" if keys.count == 1 else f"raw {keys.label}",
             description="Raw provider responses, one entry each (schemas/entry.schema.json).",
         )
-        self.subscriber(self._consume_batch)
-        self.app = FastStream(
-            self.broker,
-            logger=logger,
-            on_startup=[self._on_startup],
-            after_startup=[self._after_startup],
-            on_shutdown=[self._on_shutdown],
-        )
+
+        async def consume_batch(batch: dict[str, Any]) -> None:
+            entries = [
+                DeliveredEntry(entry_id, fields, delivery_count=1)
+                for entry_id, fields in zip(batch["message_ids"], batch["data"], strict=True)
+            ]
+            await batches.handle_in_background(await strays.route(entries))
+
+        subscriber(consume_batch)
+        lane = Lane(keys, lane_settings, reclaimer, live, batches, subscriber, strays)
+        self.lanes.append(lane)
+        return lane
 
     async def run(self) -> int:
         """Run until SIGTERM/SIGINT (exit status 0) or a fatal loss (`EXIT_FATAL`)."""
@@ -197,13 +240,6 @@ class Worker:
         """Normalize entries, commit them atomically, count them; returns what was committed."""
         return await self.batches.handle(entries)
 
-    async def _consume_batch(self, batch: dict[str, Any]) -> None:
-        entries = [
-            DeliveredEntry(entry_id, fields, delivery_count=1)
-            for entry_id, fields in zip(batch["message_ids"], batch["data"], strict=True)
-        ]
-        await self.batches.handle_in_background(entries)
-
     # --- lifecycle -------------------------------------------------------------------------
 
     async def _on_startup(self) -> None:
@@ -222,7 +258,8 @@ class Worker:
                 "(0 picks one) or THOUGHTLINE_METRICS_HOST to an address of this machine"
             ) from None
         logger.info("metrics and health on %s:%d", host, self.metrics_port)
-        await self._ensure_group_at_start()
+        await self._at_start(lambda: self._ensure_groups(self.lanes))
+        await self._at_start(self._read_earlier_layouts)
         await self._route_faststream_group_creation()
 
     async def _after_startup(self) -> None:
@@ -230,11 +267,11 @@ class Worker:
         self._consumer_cleanup = asyncio.create_task(
             self._remove_dead_consumers(), name="consumer-cleanup"
         )
-        self._live_sweep = asyncio.create_task(self.live.run_sweeps(), name="live-sweep")
+        self._live_sweep = asyncio.create_task(self._run_live_sweeps(), name="live-sweep")
         logger.info(
             "worker %s reading %s as group %s",
             self.consumer,
-            self.settings.input_stream,
+            ", ".join(lane.settings.input_stream for lane in self.lanes),
             self.settings.group,
         )
 
@@ -247,13 +284,16 @@ class Worker:
             await cancel_until_done(self._consumer_cleanup)
         if self._live_sweep is not None:
             await cancel_until_done(self._live_sweep)
-        reader_tasks = list(self.subscriber.tasks)
-        await self.subscriber.stop()  # waits for the batch in flight, then stops reading
+        reader_tasks = [task for lane in self.lanes for task in lane.subscriber.tasks]
+        # each waits for its batch in flight, then stops reading
+        await asyncio.gather(*(lane.subscriber.stop() for lane in self.lanes))
         await asyncio.gather(*reader_tasks, return_exceptions=True)
         # Bounded: a commit retrying while Redis is unreachable is cancelled after the timeout
         # (nothing of it was acknowledged; its entries stay pending for another worker).
         deadline = time.monotonic() + self.shutdown_timeout
-        await self.batches.finish(timeout=self.shutdown_timeout)
+        await asyncio.gather(
+            *(lane.batches.finish(timeout=self.shutdown_timeout) for lane in self.lanes)
+        )
         drain = asyncio.create_task(self._drain_quietly(), name="drain")
         await asyncio.wait([drain], timeout=max(0.1, deadline - time.monotonic()))
         if not drain.done():
@@ -265,19 +305,36 @@ class Worker:
         await self.health.stop()
         await self.client.aclose()
 
+    def _readers_running(self) -> bool:
+        return all(lane.subscriber.running for lane in self.lanes)
+
     async def _reclaim_and_watch(self) -> None:
-        await self.reclaimer.run(lambda: self.subscriber.running or self._stopping)
+        """Every partition's reclaimer; the first to end (its reader stopped) ends them all."""
+        tasks = [
+            asyncio.create_task(
+                lane.reclaimer.run(lambda: self._readers_running() or self._stopping),
+                name=f"reclaimer {lane.keys.label}",
+            )
+            for lane in self.lanes
+        ]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                await cancel_until_done(task)
         if not self._stopping:
             self.fail("the reader stopped (the consumer group vanished?)")
 
-    async def _ensure_group_at_start(self) -> None:
+    async def _run_live_sweeps(self) -> None:
+        await asyncio.gather(*(lane.live.run_sweeps() for lane in self.lanes))
+
+    async def _at_start(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Run a start-up step, retrying while Redis is unreachable or refuses writes."""
         deadline = time.monotonic() + STARTUP_RETRY_SECONDS
         backoff = Backoff(first=0.2)
         while True:
             try:
-                start = await ensure_group(self.client, self.settings)
-                if start is not None:
-                    logger.info("created consumer group %s at id %s", self.settings.group, start)
+                await step()
                 return
             except redis_errors.AuthenticationError as error:
                 logger.error("Redis authentication failed (%s); not retrying", error)
@@ -292,15 +349,54 @@ class Worker:
                 )
                 await backoff.wait()
 
+    async def _ensure_groups(self, lanes: Sequence[Lane]) -> None:
+        for lane in lanes:
+            start = await ensure_group(self.client, lane.settings)
+            if start is not None:
+                logger.info(
+                    "created consumer group %s on %s at id %s",
+                    self.settings.group,
+                    lane.settings.input_stream,
+                    start,
+                )
+
+    async def _read_earlier_layouts(self) -> None:
+        """List this worker's partitions in the metadata hash, and read those of every count
+        listed there too: entries published under an earlier count are finished (drained)."""
+        base = self.settings.base_names()
+        try:
+            counts = await write_metadata(self.client, self.settings)
+        except WRITE_REFUSALS as error:  # at maxmemory, say: read on, producers use what is there
+            logger.warning(
+                "cannot list the partitions in %s (%s); reading those listed already",
+                base.metadata_key,
+                describe_refusal(error),
+            )
+            counts = parse_layouts(await self.client.hget(base.metadata_key, "layouts"))
+        added = [
+            self._add_lane(keys)
+            for count in counts
+            if count != self.settings.partitions
+            for keys in base.layout(count)
+            if keys not in {lane.keys for lane in self.lanes}
+        ]
+        if added:
+            logger.info("also reading %d partitions of earlier layouts %s", len(added), counts)
+            await self._ensure_groups(added)
+
     async def _route_faststream_group_creation(self) -> None:
         """FastStream's subscriber creates its group when it starts: at `$`, which would skip
         what came before, and with `XGROUP CREATE`, which Redis refuses at `maxmemory` even when
         the group exists (the worker would exit 1). Its connection's `xgroup_create` goes
         through `ensure_group` instead: nothing is written when the group exists."""
         connection = await self.broker.connect()
+        by_stream = {lane.settings.input_stream: lane.settings for lane in self.lanes}
 
-        async def create_group(*_: Any, **__: Any) -> bool:
-            start = await ensure_group(self.client, self.settings)
+        async def create_group(*arguments: Any, **options: Any) -> bool:
+            stream = options.get("name", arguments[0] if arguments else None)
+            name = stream.decode() if isinstance(stream, bytes) else stream
+            settings = by_stream.get(name or "", self.settings)
+            start = await ensure_group(self.client, settings)
             if start is not None:  # it vanished since the start: say so, as the others do
                 logger.warning("created consumer group %s at id %s", self.settings.group, start)
             return True
@@ -314,27 +410,30 @@ class Worker:
         warned = False
         while True:
             await asyncio.sleep(self.reclaimer.interval)
-            try:
-                await remove_dead_consumers(self.client, self.settings, self.consumer)
-            except redis_errors.NoPermissionError as error:
-                if not warned:  # an ACL without the grant: say it once, keep working
-                    logger.warning("cannot remove dead consumers: %s", error)
-                    warned = True
-            except (*TRANSIENT_ERRORS, redis_errors.ResponseError) as error:
-                # Redis unreachable or the group gone: the reclaimer reports and handles both.
-                logger.debug("consumer cleanup skipped: %s", type(error).__name__)
+            for lane in self.lanes:
+                try:
+                    await remove_dead_consumers(self.client, lane.settings, self.consumer)
+                except redis_errors.NoPermissionError as error:
+                    if not warned:  # an ACL without the grant: say it once, keep working
+                        logger.warning("cannot remove dead consumers: %s", error)
+                        warned = True
+                except (*TRANSIENT_ERRORS, redis_errors.ResponseError) as error:
+                    # Redis unreachable or the group gone: the reclaimer reports and handles both.
+                    logger.debug("consumer cleanup skipped: %s", type(error).__name__)
 
     async def _drain_quietly(self) -> None:
-        with contextlib.suppress(*TRANSIENT_ERRORS, redis_errors.ResponseError):
-            await self._drain_own_pending()
+        for lane in self.lanes:
+            with contextlib.suppress(*TRANSIENT_ERRORS, redis_errors.ResponseError):
+                await self._drain_own_pending(lane)
 
-    async def _drain_own_pending(self) -> None:
+    async def _drain_own_pending(self, lane: Lane) -> None:
         """Finish entries this consumer read but had not started when it was told to stop."""
+        settings = lane.settings
         response = await self.client.xreadgroup(
-            self.settings.group,
+            settings.group,
             self.consumer,
-            {self.settings.input_stream: "0"},
-            count=self.settings.batch_size,
+            {settings.input_stream: "0"},
+            count=settings.batch_size,
         )
         entries = [
             DeliveredEntry(entry_id, fields, delivery_count=1)
@@ -343,36 +442,55 @@ class Worker:
         ]
         if entries:
             logger.info("finishing %d entries read before the stop", len(entries))
-            await self.handle(entries)
-        await forget_consumer(self.client, self.settings, self.consumer)  # no dead names left
+            await lane.batches.handle(entries)
+        await forget_consumer(self.client, settings, self.consumer)  # no dead names left
 
     # --- health ------------------------------------------------------------------------------
+
+    async def _group_states(self) -> list[dict[str, Any] | None]:
+        """Each partition's group (`XINFO GROUPS`), all asked at once."""
+        return await asyncio.gather(
+            *(group_state(self.client, lane.settings) for lane in self.lanes)
+        )
 
     async def _readiness(self) -> str | None:
         try:
             async with asyncio.timeout(READINESS_TIMEOUT_SECONDS):
-                group = await group_state(self.client, self.settings)
+                groups = await self._group_states()
         except TimeoutError:  # a frozen Redis: the probe must still get its answer
             return f"redis not answering (no reply within {READINESS_TIMEOUT_SECONDS:g} s)"
         except redis_errors.AuthenticationError:
             return "Redis refused the credentials (authentication failed)"
         except TRANSIENT_ERRORS as error:
             return f"Redis unreachable ({type(error).__name__})"
-        if group is None:
-            return f"consumer group {self.settings.group} does not exist"
-        if not self.subscriber.running:
+        for lane, group in zip(self.lanes, groups, strict=True):
+            if group is None:
+                where = "" if len(self.lanes) == 1 else f" on {lane.settings.input_stream}"
+                return f"consumer group {self.settings.group} does not exist{where}"
+        if not self._readers_running():
             return "the reader is not running"
         return self.metrics.readiness.first()
 
     async def _refresh_lag(self) -> None:
+        """The lag and pending entries of every partition, summed; per partition too when
+        there are several (`thoughtline_partition_lag`)."""
         with contextlib.suppress(TimeoutError, *TRANSIENT_ERRORS, redis_errors.ResponseError):
             async with asyncio.timeout(READINESS_TIMEOUT_SECONDS):  # else /metrics would hang
-                group = await group_state(self.client, self.settings)
-            if group is not None:
+                groups = await self._group_states()
+            total_lag = total_pending = 0
+            for lane, group in zip(self.lanes, groups, strict=True):
+                if group is None:
+                    continue
                 lag = group.get("lag")  # Redis >= 7; None when Redis cannot tell
                 pending = int(group.get("pending") or 0)
-                self.metrics.stream_lag.set(pending + (int(lag) if lag is not None else 0))
-                self.metrics.stream_pending.set(pending)
+                lane_lag = pending + (int(lag) if lag is not None else 0)
+                total_lag += lane_lag
+                total_pending += pending
+                if len(self.lanes) > 1:
+                    self.metrics.partition_lag().labels(lane.keys.label).set(lane_lag)
+            if any(group is not None for group in groups):
+                self.metrics.stream_lag.set(total_lag)
+                self.metrics.stream_pending.set(total_pending)
 
 
 class WatchedCommitter(Committer):

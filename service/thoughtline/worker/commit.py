@@ -12,12 +12,22 @@ an output key holding something other than a stream, is checked before anything 
 **Losing the group.** A group deleted under the workers (`XGROUP DESTROY`, a restore or a
 failover that carries the streams but not the group) forgets which entries were acknowledged.
 The script therefore also keeps, in the sorted set `<input stream>:committed` (`committed_key`),
-what it committed: a *low mark*, an id up to which every entry is committed (read off the
-group's oldest pending entry at each commit), and the id of each entry committed above it, out
-of order (another worker's batch still pending below it, a reclaimed entry). The group is
-recreated at the low mark, not at 0, and an entry at or below the low mark or among those ids
-is acknowledged without adding anything again. The set holds only the ids between the oldest
-pending entry and the newest committed one; it shrinks as the oldest pending entry is finished.
+a record of what it committed: a *low mark*, an id up to which every entry is committed (read
+off the group's oldest pending entry at each commit); a *high mark*, the newest entry
+committed; and, between the two, the ids that were **not** committed when the high mark passed
+them (pending in some consumer: another worker's batch in flight, an entry a dead worker
+holds). The group is recreated at the low mark, not at 0; an entry at or below the low mark,
+or at or below the high mark and not listed, is acknowledged without adding anything again.
+
+The record is as small as the entries in flight, however long one of them stays pending: a
+worker that dies holding one entry adds one id to it, not every entry committed until the
+entry is reclaimed (a million at 30k entries/s over `THOUGHTLINE_MIN_IDLE_MS`), and a commit's
+cost does not grow with the time it was held (`bench/committed.py`). Listing the entries that
+became pending below the new high mark costs one `XPENDING` range per commit, bounded by the
+entries in flight. The live script (`worker/live.py`) keeps the same record: above the high
+mark it lists the live entries it committed (plain ids, beside the `!` ones), and it reads the
+marks and the `!` list as this script does. (A record written by the earlier form, which listed
+committed ids, reads the same way: its ids stay until the low mark passes them.)
 
 **Refused writes.** Redis refusing a write (an output key of the wrong type, `maxmemory`, a
 read-only replica during a failover, an ACL) is retried for as long as it lasts, and reported
@@ -101,8 +111,11 @@ COMMIT_SCRIPT: Final = (
 --   n, then n times: KEYS index, item count, field/value items.
 -- Returns per entry 1 (acknowledged now, outputs added), 0 (no longer pending: nothing added)
 -- or 2 (acknowledged now, but committed before the group was lost: nothing added again).
--- The committed ids (a sorted set): the member of score -1 is the low mark, every entry up to
--- it is committed; the others, scored by their millisecond part, were committed above it.
+-- The committed record (a sorted set): the member of score -1 is the low mark, every entry up
+-- to it is committed; that of score -2 the high mark ('>' and the newest id committed); the
+-- others, '!' and an id scored by its millisecond part, are entries between the marks NOT
+-- committed (pending when the high mark passed them). The prefix keeps them apart from the
+-- ids the live script records as committed in the same set.
 -- Nothing can fail once the first XACK has written (a script is not rolled back): the output
 -- keys' types are checked first, and the XACK comes before any write Redis may refuse at
 -- maxmemory (after a script's first write Redis lets the rest through).
@@ -115,22 +128,30 @@ for index = 2, #KEYS do
   end
 end
 local low = redis.call('ZRANGEBYSCORE', committed, -1, -1, 'LIMIT', 0, 1)[1]
-local marked = #redis.call('ZRANGEBYSCORE', committed, 0, '+inf', 'LIMIT', 0, 1) > 0
+local high = redis.call('ZRANGEBYSCORE', committed, -2, -2, 'LIMIT', 0, 1)[1]
+if high then
+  high = string.sub(high, 2)  -- stored as '>' .. id: a member of its own beside the low mark
+end
+local listed = high and #redis.call('ZRANGEBYSCORE', committed, 0, '+inf', 'LIMIT', 0, 1) > 0
 local group = ARGV[1]
 local position = 2
 local results = {}
-local added = {}
+local finished = {}
 local highest = nil
 while position <= #ARGV do
   local entry_id = ARGV[position]
   local shape = ARGV[position + 1]
   local acknowledged = redis.call('XACK', KEYS[1], group, entry_id)
   if acknowledged == 1 then
-    if (low and not id_less(low, entry_id))
-        or (marked and redis.call('ZSCORE', committed, entry_id)) then
+    if low and not id_less(low, entry_id) then
       acknowledged = 2
-    else
-      added[#added + 1] = entry_id
+    elseif high and not id_less(high, entry_id) then
+      local score = listed and redis.call('ZSCORE', committed, '!' .. entry_id)
+      if score then
+        finished[#finished + 1] = '!' .. entry_id  -- listed as not committed: it is now
+      else
+        acknowledged = 2
+      end
     end
     if highest == nil or id_less(highest, entry_id) then
       highest = entry_id
@@ -156,11 +177,42 @@ while position <= #ARGV do
   results[#results + 1] = acknowledged
 end
 if highest then
-  -- Every entry below the oldest pending one is acknowledged: committed (or, if the group was
-  -- recreated, at or below the id it was recreated at). Nothing pending: up to `highest`.
+  if #finished > 0 then  -- out of the list (re-scored, then dropped: the ACL grants no ZREM)
+    for _, member in ipairs(finished) do
+      redis.call('ZADD', committed, -3, member)
+    end
+    redis.call('ZREMRANGEBYSCORE', committed, -3, -3)
+  end
   local summary = redis.call('XPENDING', KEYS[1], group)
-  local candidate = highest
-  if summary[1] > 0 then
+  if high == nil or id_less(high, highest) then
+    -- The entries the high mark passes that are pending in some consumer: not committed.
+    -- (Members without '!' are ids the live script lists as committed, or a record of the
+    -- earlier form: they say committed, so they stay until the low mark passes them.)
+    local from = high or low
+    if summary[1] > 0 then
+      local start = from and ('(' .. from) or '-'
+      local pending = redis.call('XPENDING', KEYS[1], group, start, highest, summary[1])
+      local marks = {}
+      for _, item in ipairs(pending) do
+        marks[#marks + 1] = split_id(item[1])
+        marks[#marks + 1] = '!' .. item[1]
+        if #marks >= 1000 then
+          redis.call('ZADD', committed, unpack(marks))
+          marks = {}
+        end
+      end
+      if #marks > 0 then
+        redis.call('ZADD', committed, unpack(marks))
+      end
+    end
+    high = highest
+    redis.call('ZREMRANGEBYSCORE', committed, -2, -2)
+    redis.call('ZADD', committed, -2, '>' .. high)
+  end
+  -- Every entry below the oldest pending one is acknowledged: committed (or, if the group was
+  -- recreated, at or below the id it was recreated at). Nothing pending: up to the high mark.
+  local candidate = high
+  if summary[1] > 0 and id_less(summary[2], high) then
     candidate = id_before(summary[2])
   end
   if low == nil or id_less(low, candidate) then
@@ -168,20 +220,6 @@ if highest then
     redis.call('ZREMRANGEBYSCORE', committed, -1, -1)
     redis.call('ZADD', committed, -1, low)
     redis.call('ZREMRANGEBYSCORE', committed, 0, '(' .. split_id(low))
-  end
-  local marks = {}
-  for _, entry_id in ipairs(added) do
-    if id_less(low, entry_id) then
-      marks[#marks + 1] = split_id(entry_id)
-      marks[#marks + 1] = entry_id
-    end
-    if #marks >= 1000 then
-      redis.call('ZADD', committed, unpack(marks))
-      marks = {}
-    end
-  end
-  if #marks > 0 then
-    redis.call('ZADD', committed, unpack(marks))
   end
 end
 return results
@@ -200,7 +238,7 @@ class GroupVanishedError(Exception):
 
 def committed_key(settings: Settings) -> str:
     """The sorted set of what the commit script committed (see the module's docstring)."""
-    return f"{settings.input_stream}:committed"
+    return settings.keys().committed
 
 
 class Committer:
@@ -219,7 +257,8 @@ class Committer:
 
     def __init__(self, client: RedisClient, settings: Settings) -> None:
         self._script = client.register_script(COMMIT_SCRIPT)
-        self._keys = [*settings.stream_keys(), committed_key(settings)]
+        partition = settings.keys()
+        self._keys = [*partition.streams, partition.committed]
         self._key_index = {key: str(index + 1).encode() for index, key in enumerate(self._keys)}
         self._group = settings.group.encode()
         self.refusal: str | None = None

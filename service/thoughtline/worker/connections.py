@@ -9,6 +9,10 @@ Every connection is made the same two ways:
   refuse them and write a denial to the ACL log for each connection, and Redis 7.0 refuses
   `+client|setinfo` in an ACL rule, so the grants cannot be added to an ACL that works on
   every version. The connections send neither (both are optional, for server-side insight).
+- **No key lookup round trip on a cluster.** redis-py's cluster client asks the server
+  (`COMMAND GETKEYS`) for the keys of every command whose keys it cannot place itself, among
+  them `XREADGROUP` (every read) and `XINFO` (every health check, where it even fails with
+  "Missing key"). `SlotAwareCluster` reads those keys off the arguments instead.
 - **Repeated field names are kept.** redis-py reads an entry's fields into a dict, where a
   field named twice silently keeps its last value. The stream replies the worker reads
   (`XREADGROUP`, `XAUTOCLAIM`) are parsed here instead: an entry that names a field more than
@@ -51,6 +55,41 @@ def _no_client_commands() -> dict[str, Any]:
 NO_CLIENT_COMMANDS: Final = _no_client_commands()
 """Connection options under which redis-py sends no `CLIENT` command when it connects."""
 
+
+def stream_command_keys(command: str, arguments: Sequence[Any]) -> list[Any] | None:
+    """The keys of `XREADGROUP`, `XREAD` and `XINFO <sub> <key>` from their arguments; None
+    for any other command (or a malformed one: the server says what is wrong)."""
+    name = _text(command).upper()
+    if name in ("XREADGROUP", "XREAD"):
+        for index, argument in enumerate(arguments):
+            if _text(argument).upper() == "STREAMS":
+                rest = arguments[index + 1 :]
+                return list(rest[: len(rest) // 2]) or None
+        return None
+    if name.startswith("XINFO "):
+        return [arguments[0]] if arguments else None
+    if name == "XINFO" and len(arguments) >= 2:
+        return [arguments[1]]
+    return None
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+class SlotAwareCluster(redis_asyncio.RedisCluster):
+    """redis-py's asyncio cluster client, placing stream reads and `XINFO` by their keys'
+    slot without asking the server (see the module's docstring)."""
+
+    async def _determine_slot(self, command: str, *arguments: Any) -> int:
+        keys = stream_command_keys(command, arguments)
+        if keys:
+            slots = {self.keyslot(key) for key in keys}
+            if len(slots) == 1:
+                return slots.pop()
+        return await super()._determine_slot(command, *arguments)
+
+
 RedisClient = redis_asyncio.Redis | redis_asyncio.RedisCluster
 
 
@@ -58,7 +97,7 @@ def async_client(redis_url: str, *, cluster: bool) -> RedisClient:
     """The worker's client for one server, or for a cluster (each command to its slot's node)."""
     client: RedisClient
     if cluster:
-        client = redis_asyncio.RedisCluster.from_url(
+        client = SlotAwareCluster.from_url(
             redis_url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, **NO_CLIENT_COMMANDS
         )
     else:
@@ -135,7 +174,7 @@ class _ClusterConnectionState(RedisClusterConnectionState):
         if self._connected and self._client is not None:
             return self._client
         options = {name: value for name, value in self._options.items() if value is not None}
-        client = redis_asyncio.RedisCluster(**{**options, **NO_CLIENT_COMMANDS})
+        client = SlotAwareCluster(**{**options, **NO_CLIENT_COMMANDS})
         keep_repeated_fields(client)
         self._client = client
         self._connected = True

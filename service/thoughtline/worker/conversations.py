@@ -28,6 +28,7 @@ from redis.asyncio import Redis, RedisCluster
 from redis.typing import EncodableT, FieldT
 
 from thoughtline.api import is_reasoning_only
+from thoughtline.contract.partitions import PartitionKeys, conversation_key
 from thoughtline.contract.record import Detection, Record
 from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
@@ -71,16 +72,22 @@ class ConversationStore:
         prefix: str = DEFAULT_CONVERSATION_PREFIX,
         ttl_seconds: int = DEFAULT_CONVERSATION_TTL_SECONDS,
         loop_limit: int = DEFAULT_REASONING_ONLY_LOOP_LIMIT,
+        layout: Sequence[PartitionKeys] = (),
     ) -> None:
         if ttl_seconds < 1 or loop_limit < 1:
             raise ValueError("ttl_seconds and loop_limit must be at least 1")
         self._client = client
         self._prefix = prefix
+        self._layout = tuple(layout) if len(layout) > 1 else ()
         self._ttl_seconds = ttl_seconds
         self._loop_limit = loop_limit
         self._count_streak = client.register_script(_COUNT_STREAK)
 
     def key(self, conversation: str) -> str:
+        """`<prefix>:<id>`; with several partitions, in the one the conversation id routes to
+        (`thoughtline.contract.partitions.conversation_key`)."""
+        if self._layout:
+            return conversation_key(self._layout, conversation)
         return f"{self._prefix}:{conversation}"
 
     async def observe_response(self, record: Record) -> list[Detection]:

@@ -117,9 +117,16 @@ for index = 2, #KEYS do
 end
 local group, ttl, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local open_key, committed = KEYS[5], KEYS[6]
+-- The committed-ids record is the batch commit's (worker/commit.py): a low mark (score -1),
+-- a high mark (score -2, '>' and an id), and between them the ids NOT committed ('!' and the
+-- id). Above the high mark this script lists the live entries it commits (plain ids).
 local low = redis.call('ZRANGEBYSCORE', committed, -1, -1, 'LIMIT', 0, 1)[1]
+local high = redis.call('ZRANGEBYSCORE', committed, -2, -2, 'LIMIT', 0, 1)[1]
+if high then
+  high = string.sub(high, 2)
+end
 local marked = #redis.call('ZRANGEBYSCORE', committed, 0, '+inf', 'LIMIT', 0, 1) > 0
-local added, highest = {}, nil
+local added, finished, highest = {}, {}, nil
 local function acknowledge(entry_id)  -- 1 now, 0 not pending, 2 committed before group loss
   if redis.call('XACK', KEYS[1], group, entry_id) == 0 then
     return 0
@@ -127,8 +134,17 @@ local function acknowledge(entry_id)  -- 1 now, 0 not pending, 2 committed befor
   if highest == nil or id_less(highest, entry_id) then
     highest = entry_id
   end
-  if (low and not id_less(low, entry_id))
-      or (marked and redis.call('ZSCORE', committed, entry_id)) then
+  if low and not id_less(low, entry_id) then
+    return 2
+  end
+  if high and not id_less(high, entry_id) then
+    if marked and redis.call('ZSCORE', committed, '!' .. entry_id) then
+      finished[#finished + 1] = '!' .. entry_id  -- listed as not committed: it is now
+      return 1
+    end
+    return 2
+  end
+  if marked and redis.call('ZSCORE', committed, entry_id) then
     return 2
   end
   added[#added + 1] = entry_id
@@ -243,6 +259,12 @@ while position <= #ARGV do
   results[#results + 1] = (now_at[2] ~= '1' and waiting and waiting ~= '') and 1 or 0
   all_results[#all_results + 1] = results
 end
+if #finished > 0 then  -- out of the list (re-scored, then dropped: the ACL grants no ZREM)
+  for _, member in ipairs(finished) do
+    redis.call('ZADD', committed, -3, member)
+  end
+  redis.call('ZREMRANGEBYSCORE', committed, -3, -3)
+end
 if highest then  -- the committed-ids record, kept as the batch commit keeps it
   local summary = redis.call('XPENDING', KEYS[1], group)
   local candidate = highest
@@ -303,9 +325,9 @@ class LiveKeys(NamedTuple):
 
 
 def live_keys(settings: Settings, stream: str) -> LiveKeys:
-    base = f"{settings.input_stream}:live"
+    keys = settings.keys()
     return LiveKeys(
-        f"{base}:state:{stream}", f"{base}:parked:{stream}", f"{base}:open", f"{base}:log:{stream}"
+        keys.live_state(stream), keys.live_parked(stream), keys.live_open_set, keys.live_log(stream)
     )
 
 

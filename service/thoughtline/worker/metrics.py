@@ -12,6 +12,7 @@ server that shows them.
     thoughtline_reclaimed_total                      entries taken over from idle consumers
     thoughtline_stream_lag                           entries not yet done by the group
     thoughtline_stream_pending                       of those, read but not yet acknowledged
+    thoughtline_partition_lag{partition}             the lag of one partition (several only)
     thoughtline_live_streams_open                    live streams open (worker/live.py)
     thoughtline_live_chunks_total{outcome}           outcome: applied | waited | repeated | late
     thoughtline_live_streams_closed_total{how}       how: final | idle | too_large
@@ -167,6 +168,7 @@ class Metrics:
             "(XINFO GROUPS pending): part of thoughtline_stream_lag.",
             registry=self.registry,
         )
+        self._partition_lag: Gauge | None = None
         self.live_open = Gauge(
             "thoughtline_live_streams_open",
             "Live streams open (a chunk applied or waiting, not ended), at this worker's last "
@@ -219,6 +221,20 @@ class Metrics:
             self.live_closed.labels(how)
         for direction in LIVE_REVISION_DIRECTIONS:
             self.live_revisions.labels(direction)
+
+    def partition_lag(self) -> Gauge:
+        """The lag per partition, made on first use: a worker of one partition (the default)
+        shows no such series."""
+        if self._partition_lag is None:
+            self._partition_lag = Gauge(
+                "thoughtline_partition_lag",
+                "thoughtline_stream_lag of one partition (THOUGHTLINE_PARTITIONS > 1 only); "
+                "the label is `<number>/<count>` of the partition (an earlier layout still "
+                "drained has its own), at most THOUGHTLINE_PARTITIONS values per layout.",
+                ["partition"],
+                registry=self.registry,
+            )
+        return self._partition_lag
 
     def tally(self) -> Tally:
         """A batch's counts, added here once per label set when flushed."""

@@ -57,6 +57,8 @@ class Reclaimer:
         """A quarter of the idle time: an orphan waits at most 1.25 x min_idle_ms."""
         self.check_writes: WritesCheck | None = None
         """Set by the worker: claiming waits while this reports a refusal."""
+        self.readiness = metrics.readiness
+        """Where a refusal is reported for `/readyz` (the partition's, with several)."""
 
     async def run(self, keep_going: Callable[[], bool]) -> None:
         """Reclaim every `interval` until `keep_going()` is false; Redis errors are retried."""
@@ -87,7 +89,7 @@ class Reclaimer:
         """Take over every entry idle past `min_idle_ms` and finish it; returns how many."""
         if self.check_writes is not None:
             refusal = await self.check_writes()
-            self._metrics.readiness.set(WRITES_PROBLEM, refusal)
+            self.readiness.set(WRITES_PROBLEM, refusal)
             if refusal is not None:
                 logger.debug("reclaimer: not claiming while %s", refusal)
                 return 0

@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 import pydantic
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from thoughtline.contract.errors import ThoughtlineError
+from thoughtline.contract.partitions import MAX_PARTITIONS, BaseNames, PartitionKeys, hash_tag
 from thoughtline.inspection import DEFAULT_REASONING_ONLY_LOOP_LIMIT
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
 
@@ -89,6 +90,11 @@ class Settings(BaseSettings):
     live_prompt_reasoning_table: bool = True
     """Whether streams of the models whose template opens reasoning in the prompt start as
     thinking (docs/live.md); a producer's `meta` overrides it per stream."""
+    partitions: int = Field(default=1, ge=1, le=MAX_PARTITIONS)
+    """How many partitions (docs/partitions.md): 1 is the names above; N spreads the streams
+    over N hash tags, so over the masters of a Redis Cluster."""
+
+    _partition: PartitionKeys | None = PrivateAttr(default=None)
 
     @field_validator("redis_url")
     @classmethod
@@ -168,16 +174,37 @@ class Settings(BaseSettings):
         """Input, output, dead-letter and deltas keys, in the order the commit script wants."""
         return (self.input_stream, self.output_stream, self.dead_stream, self.deltas_stream)
 
+    def base_names(self) -> BaseNames:
+        """The configured names, from which every partition's keys are made."""
+        return BaseNames(
+            self.input_stream,
+            self.output_stream,
+            self.dead_stream,
+            self.deltas_stream,
+            self.conversation_prefix,
+        )
 
-def hash_tag(key: str) -> str | None:
-    """The part of `key` Redis Cluster hashes: text between the first `{` and the next `}`."""
-    start = key.find("{")
-    if start < 0:
-        return None
-    end = key.find("}", start + 1)
-    if end <= start + 1:
-        return None
-    return key[start + 1 : end]
+    def keys(self) -> PartitionKeys:
+        """Every key of the partition these settings are for (`for_partition`); settings
+        that are for none are the single partition of the configured names."""
+        if self._partition is not None:
+            return self._partition
+        return self.base_names().partition(0, 1)
+
+    def for_partition(self, keys: PartitionKeys) -> Settings:
+        """These settings with the stream names of one partition (the parts of a worker that
+        serve one partition take these, and need not know there are others)."""
+        copy = self.model_copy(
+            update={
+                "input_stream": keys.input,
+                "output_stream": keys.output,
+                "dead_stream": keys.dead,
+                "deltas_stream": keys.deltas,
+                "conversation_prefix": keys.conversation_prefix,
+            }
+        )
+        copy._partition = keys
+        return copy
 
 
 def _check_port(url: str) -> None:

@@ -10,9 +10,11 @@ from thoughtline.replay.parts import (
     OPAQUE,
     OTHER,
     Fields,
+    OpaqueValues,
     PartFormat,
     PartReading,
     rewrite_text_field,
+    strings_named,
     typed,
     value_of,
 )
@@ -50,3 +52,13 @@ def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> 
         for call, call_id in zip(calls, ids, strict=True)
     )
     return [{"role": "assistant", "content": blocks}]
+
+
+def opaque_values(block: dict[str, Any]) -> OpaqueValues:
+    """A `thinking` block's `signature`; a `redacted_thinking` block's `data`."""
+    kind = block.get("type")
+    if kind == "thinking":
+        return [("thinking", strings_named(block, {"signature": "signature"}))]
+    if kind == "redacted_thinking":
+        return [("redacted_thinking", strings_named(block, {"data": "data"}))]
+    return []

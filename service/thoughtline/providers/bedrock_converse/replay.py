@@ -10,10 +10,12 @@ from thoughtline.replay.parts import (
     OPAQUE,
     OTHER,
     Fields,
+    OpaqueValues,
     PartFormat,
     PartReading,
     has_field,
     rewrite_text_field,
+    strings_named,
     value_of,
 )
 from thoughtline.replay.rebuild import arguments_object
@@ -50,3 +52,17 @@ def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> 
         for call, call_id in zip(calls, ids, strict=True)
     )
     return [{"role": "assistant", "content": blocks}]
+
+
+def opaque_values(block: dict[str, Any]) -> OpaqueValues:
+    """A `reasoningContent` block's `reasoningText.signature` (as `signature`) and its
+    `redactedContent` (as `data`)."""
+    reasoning = block.get("reasoningContent")
+    if not isinstance(reasoning, dict):
+        return []
+    found: OpaqueValues = []
+    text = reasoning.get("reasoningText")
+    if isinstance(text, dict):
+        found.append(("reasoningText", strings_named(text, {"signature": "signature"})))
+    found.append(("redactedContent", strings_named(reasoning, {"redactedContent": "data"})))
+    return found

@@ -17,4 +17,5 @@ ROW: Final = Format(
     rebuild_turn=replay.rebuild_turn,
     replay_parts=replay.PARTS,
     shape=shape.PROBES,
+    opaque_values=replay.opaque_values,
 )

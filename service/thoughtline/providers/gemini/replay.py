@@ -10,10 +10,12 @@ from thoughtline.replay.parts import (
     OPAQUE,
     OTHER,
     Fields,
+    OpaqueValues,
     PartFormat,
     PartReading,
     has_field,
     rewrite_text_field,
+    strings_named,
     value_of,
 )
 from thoughtline.replay.rebuild import arguments_object
@@ -55,3 +57,16 @@ def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> 
             function_call["id"] = call_id
         parts.append({"functionCall": function_call})
     return [{"role": "model", "parts": parts}]
+
+
+def opaque_values(part: dict[str, Any]) -> OpaqueValues:
+    """A part's `thoughtSignature`, as `signature`; the part named by what it carries."""
+    kind = "thought" if part.get("thought") is True else _part_kind(part)
+    return [(kind, strings_named(part, {"thoughtSignature": "signature"}))]
+
+
+def _part_kind(part: dict[str, Any]) -> str:
+    for name in ("functionCall", "text", "executableCode", "codeExecutionResult"):
+        if name in part:
+            return name
+    return "part"

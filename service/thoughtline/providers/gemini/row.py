@@ -17,6 +17,7 @@ ROW: Final = Format(
     rebuild_turn=replay.rebuild_turn,
     replay_parts=replay.PARTS,
     shape=shape.PROBES,
+    opaque_values=replay.opaque_values,
     history_field="contents",
     tool_call_ids=False,
 )

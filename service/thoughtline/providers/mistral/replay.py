@@ -13,3 +13,7 @@ def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> 
     message = chat_replay.rebuild_turn(content, calls, ids)[0]
     message["content"] = content
     return [message]
+
+
+opaque_values = chat_replay.opaque_values
+"""A Mistral message's opaque values, read as Chat's (the same message shape)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from thoughtline.contract.record import ToolCall
+from thoughtline.providers.openai_chat import replay as chat_replay
 from thoughtline.replay.rebuild import arguments_object
 
 
@@ -16,3 +17,8 @@ def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> 
             {"function": {"name": call.name, "arguments": arguments_object(call)}} for call in calls
         ]
     return [message]
+
+
+opaque_values = chat_replay.opaque_values
+"""An Ollama message's opaque values, read as Chat's: Ollama sends none of its own, and a
+message that passed through an OpenAI-compatible proxy keeps the proxy's."""

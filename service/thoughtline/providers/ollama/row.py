@@ -17,6 +17,7 @@ ROW: Final = Format(
     rebuild_turn=replay.rebuild_turn,
     replay_parts=None,
     shape=shape.PROBES,
+    opaque_values=replay.opaque_values,
     tool_call_ids=False,
     tool_turn_reasoning="thinking",
 )

@@ -3,9 +3,11 @@ from another format's record."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from thoughtline.contract.record import ToolCall
+from thoughtline.replay.parts import OpaqueValues, strings_named
 from thoughtline.replay.rebuild import arguments_string
 
 
@@ -21,3 +23,29 @@ def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> 
             for call, call_id in zip(calls, ids, strict=True)
         ]
     return [message]
+
+
+def opaque_values(message: dict[str, Any]) -> OpaqueValues:
+    """OpenRouter's `reasoning_details` entries (`signature`, `data`, `id`) and the thought
+    signatures Gemini's OpenAI-compatible surface hangs on the message and its tool calls
+    (`extra_content.google.thought_signature`, as `signature`)."""
+    found: OpaqueValues = []
+    details = message.get("reasoning_details")
+    for entry in details if isinstance(details, list) else ():
+        if isinstance(entry, dict):
+            names = {"signature": "signature", "data": "data", "id": "id"}
+            found.append((str(entry.get("type", "reasoning_detail")), strings_named(entry, names)))
+    found.append(("message", _google_signature(message)))
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else ():
+        if isinstance(call, dict):
+            found.append(("tool_call", _google_signature(call)))
+    return found
+
+
+def _google_signature(holder: Mapping[str, Any]) -> dict[str, str]:
+    extra = holder.get("extra_content")
+    google = extra.get("google") if isinstance(extra, dict) else None
+    if not isinstance(google, dict):
+        return {}
+    return strings_named(google, {"thought_signature": "signature"})

@@ -17,5 +17,6 @@ ROW: Final = Format(
     rebuild_turn=replay.rebuild_turn,
     replay_parts=None,
     shape=shape.PROBES,
+    opaque_values=replay.opaque_values,
     tool_turn_reasoning="reasoning_content",
 )

@@ -10,9 +10,11 @@ from thoughtline.replay.parts import (
     OPAQUE,
     OTHER,
     Fields,
+    OpaqueValues,
     PartFormat,
     PartReading,
     encode_raw,
+    strings_named,
     typed,
     value_of,
 )
@@ -72,3 +74,11 @@ def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> 
         for call, call_id in zip(calls, ids, strict=True)
     )
     return items
+
+
+def opaque_values(item: dict[str, Any]) -> OpaqueValues:
+    """A `reasoning` item's `id` and `encrypted_content`."""
+    if item.get("type") != "reasoning":
+        return []
+    names = {"id": "id", "encrypted_content": "encrypted_content"}
+    return [("reasoning", strings_named(item, names))]

@@ -17,5 +17,6 @@ ROW: Final = Format(
     rebuild_turn=replay.rebuild_turn,
     replay_parts=replay.PARTS,
     shape=shape.PROBES,
+    opaque_values=replay.opaque_values,
     history_field="input",
 )

@@ -1,0 +1,378 @@
+"""Partitions on a real Redis Cluster (3 masters; 3 masters + 3 replicas): the load spreads
+over the masters, and every entry is one record or one dead letter, exactly, through worker
+SIGKILLs, a `CLUSTER FAILOVER` and a killed master.
+
+The spread is measured the way an operator would: each master's `INFO commandstats`, the
+stream commands (`XADD`, `XREADGROUP`, `XACK`, `XAUTOCLAIM`, ..., also those a script runs).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis.cluster import RedisCluster
+
+import thoughtline.client as tl
+from tests.chaos.servers import redis_cli_binary
+from tests.cluster.harness import LocalCluster
+from tests.service.conftest import _no_thoughtline_environment  # noqa: F401 - autouse fixture
+from tests.service.support import running_worker, serve, wait_exit, wait_until
+from thoughtline.cli.demo import sample_files
+from thoughtline.contract.partitions import PartitionKeys, partition_of
+from thoughtline.worker.embedded import redis_server_binary
+from thoughtline.worker.settings import Settings, load_settings
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+GOOD = next(s for s in sample_files() if s.name == "anthropic.thinking-block.json").read_bytes()
+LIVE_CHUNKS = [
+    b'data: {"id":"c","choices":[{"delta":{"content":"Hel"}}]}\n\n',
+    b'data: {"id":"c","choices":[{"delta":{"content":"lo, "}}]}\n\n',
+    b'data: {"id":"c","choices":[{"delta":{"content":"world"},"finish_reason":"stop"}]}\n\n',
+]
+
+
+def _needs_binaries() -> None:
+    if redis_server_binary() is None or redis_cli_binary() is None:
+        pytest.skip("needs redis-server and redis-cli (apt: redis-server, redis-tools)")
+
+
+@pytest.fixture(scope="module")
+def three_masters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    _needs_binaries()
+    cluster = LocalCluster(tmp_path_factory.mktemp("masters"), masters=3)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.kill()
+
+
+@pytest.fixture(scope="module")
+def with_replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    _needs_binaries()
+    cluster = LocalCluster(tmp_path_factory.mktemp("replicated"), masters=3, replicas_per_master=1)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.kill()
+
+
+def _settings(cluster: LocalCluster, partitions: int) -> Settings:
+    tag = f"tl-{uuid.uuid4().hex[:8]}"
+    return load_settings(
+        redis_url=cluster.url(), redis_cluster=True, metrics_port=0, block_ms=50,
+        min_idle_ms=500, partitions=partitions, input_stream=f"{{{tag}}}:raw",
+        output_stream=f"{{{tag}}}:normalized", dead_stream=f"{{{tag}}}:dead",
+        deltas_stream=f"{{{tag}}}:deltas",
+    )  # fmt: skip
+
+
+def _client(cluster: LocalCluster) -> RedisCluster:
+    port = cluster.live_ports()[0]
+    return RedisCluster(host="127.0.0.1", port=port)
+
+
+class Workers:
+    """`thoughtline serve` processes; any can be SIGKILLed and another started."""
+
+    def __init__(self, settings: Settings, log: Path) -> None:
+        self.settings = settings
+        self.log = log
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(self, count: int = 1) -> None:
+        for _ in range(count):
+            self.processes.append(
+                serve(
+                    self.settings,
+                    self.log,
+                    THOUGHTLINE_REDIS_CLUSTER="true",
+                    THOUGHTLINE_PARTITIONS=str(self.settings.partitions),
+                )
+            )
+
+    def kill_one(self) -> None:
+        process = next(process for process in self.processes if process.poll() is None)
+        process.kill()
+        process.wait()
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            if process.returncode is None:
+                wait_exit(process)
+
+
+def _wait(condition: object, what: str, log: Path, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if condition():  # type: ignore[operator]
+                return
+        except Exception:  # a failover in progress: ask again
+            pass
+        assert time.monotonic() < deadline, (
+            f"{what} not within {timeout} s: {log.read_text()[-3000:]}"
+        )
+        time.sleep(0.2)
+
+
+def _layout(settings: Settings) -> list[PartitionKeys]:
+    return settings.base_names().layout(settings.partitions)
+
+
+def _ids(client: RedisCluster, layout: list[PartitionKeys], kind: str) -> list[str]:
+    found = []
+    for keys in layout:
+        for _, fields in client.xrange(getattr(keys, kind)):
+            found.append(fields[b"id"].decode())
+    return found
+
+
+def _pending(client: RedisCluster, settings: Settings, layout: list[PartitionKeys]) -> int:
+    return sum(int(client.xpending(keys.input, settings.group)["pending"]) for keys in layout)
+
+
+def _publish(client: RedisCluster, settings: Settings, ids: list[str]) -> None:
+    for entry_id in ids:
+        tl.publish(client, GOOD, id=entry_id, stream=settings.input_stream)  # type: ignore[arg-type]
+
+
+def _publish_live(client: RedisCluster, settings: Settings, streams: list[str]) -> None:
+    for seq, chunk in enumerate(LIVE_CHUNKS):
+        for stream in streams:
+            tl.publish_live(
+                client,  # type: ignore[arg-type]
+                stream,
+                seq,
+                chunk,
+                format="openai_chat",
+                final=seq == len(LIVE_CHUNKS) - 1,
+                stream=settings.input_stream,
+            )
+
+
+def _check_exactly_once(
+    client: RedisCluster,
+    settings: Settings,
+    ids: list[str],
+    live: list[str],
+    dead: list[str],
+    counts: tuple[int, ...] = (),
+) -> None:
+    base = settings.base_names()
+    layout = [keys for count in counts or (settings.partitions,) for keys in base.layout(count)]
+    records = Counter(_ids(client, layout, "output"))
+    assert records == Counter(ids + live), "every entry exactly one record"
+    assert sorted(_ids(client, layout, "dead")) == sorted(dead)
+    deltas: dict[str, list[int]] = {}
+    for keys in layout:
+        for _, fields in client.xrange(keys.deltas):
+            deltas.setdefault(fields[b"id"].decode(), []).append(1)
+    for stream in live:
+        assert len(deltas[stream]) == len(LIVE_CHUNKS), f"{stream}: one delta per chunk"
+    for keys in layout:  # each in the partition the rule names (of the count it was sent by)
+        for _, fields in client.xrange(keys.output):
+            assert partition_of(fields[b"id"], keys.count) == keys.index
+
+
+@pytest.mark.parametrize("partitions", [6, 12])
+def test_partitions_spread_over_three_masters_and_survive_worker_kills(
+    three_masters: LocalCluster, tmp_path: Path, partitions: int
+) -> None:
+    cluster = three_masters
+    settings = _settings(cluster, partitions)
+    client = _client(cluster)
+    log = tmp_path / "workers.log"
+    workers = Workers(settings, log)
+    metadata = settings.base_names().metadata_key
+    ids = [f"entry-{number}" for number in range(3000)]
+    live = [f"live-{number}" for number in range(6)]
+    try:
+        workers.start(2)
+        _wait(lambda: client.hget(metadata, "count") == str(partitions).encode(), "metadata", log)
+        cluster.reset_stats()
+        cpu_before = cluster.cpu_seconds()
+        _publish(client, settings, ids[:1500])
+        workers.kill_one()  # its batch in flight stays pending: reclaimed by the others
+        workers.start()
+        _publish_live(client, settings, live)
+        _publish(client, settings, ids[1500:])
+        client.xadd(_layout(settings)[0].input, {"payload": b"{not json", "id": "bad"})
+        layout = _layout(settings)
+        _wait(
+            lambda: (
+                sum(client.xlen(keys.output) for keys in layout) >= len(ids) + len(live)
+                and _pending(client, settings, layout) == 0
+            ),
+            "every entry finished",
+            log,
+        )
+        commands = cluster.stream_commands()
+        cpu_after = cluster.cpu_seconds()
+        getkeys = cluster.calls_of("command|getkeys")
+    finally:
+        workers.stop()
+    _check_exactly_once(client, settings, ids, live, ["bad"])
+    total = sum(commands.values())
+    shares = {port: count / total for port, count in commands.items()}
+    cpu = {port: round(cpu_after[port] - cpu_before.get(port, 0.0), 2) for port in cpu_after}
+    print(f"\nN={partitions}: stream commands per master {commands}, shares "
+          f"{ {port: round(share, 3) for port, share in shares.items()} }, "
+          f"per response {total / len(ids):.2f}; Redis CPU s per master {cpu}; "
+          f"COMMAND GETKEYS calls {getkeys}")  # fmt: skip
+    assert len(shares) == 3
+    assert all(0.23 <= share <= 0.43 for share in shares.values()), shares
+    assert getkeys == 0, "the cluster client placed every read and script by its keys"
+    client.close()
+
+
+def test_failover_and_a_killed_master_lose_and_duplicate_nothing(
+    with_replicas: LocalCluster, tmp_path: Path
+) -> None:
+    cluster = with_replicas
+    settings = _settings(cluster, 6)
+    client = _client(cluster)
+    log = tmp_path / "workers.log"
+    workers = Workers(settings, log)
+    metadata = settings.base_names().metadata_key
+    ids = [f"entry-{number}" for number in range(2000)]
+    layout = _layout(settings)
+    try:
+        workers.start(2)
+        _wait(lambda: client.hget(metadata, "count") == b"6", "metadata", log)
+        _publish(client, settings, ids[:1000])
+        _wait_replicated(cluster)  # what was published is on the replicas too
+        # A planned failover of the master of partition 0, while the workers run.
+        first_master = cluster.owner_of(layout[0].slot)
+        replica = cluster.replica_of(first_master)
+        _node_command(replica, "CLUSTER", "FAILOVER")
+        _wait(lambda: cluster.owner_of(layout[0].slot) == replica, "failover", log)
+        workers.kill_one()
+        workers.start()
+        _publish(client, settings, ids[1000:])
+        _wait_replicated(cluster)
+        # A crash: SIGKILL of another partition's master; its replica takes over.
+        victim = next(
+            cluster.owner_of(keys.slot) for keys in layout
+            if cluster.owner_of(keys.slot) != replica
+        )  # fmt: skip
+        cluster.server(victim).kill()
+        _wait(
+            lambda: all(cluster.owner_of(keys.slot) != victim for keys in layout),
+            "replica promoted",
+            log,
+        )
+        _wait(
+            lambda: (
+                sum(client.xlen(keys.output) for keys in layout) >= len(ids)
+                and _pending(client, settings, layout) == 0
+            ),
+            "every entry finished",
+            log,
+            timeout=180,
+        )
+    finally:
+        workers.stop()
+    _check_exactly_once(client, settings, ids, [], [])
+    client.close()
+
+
+def test_growing_from_3_to_6_partitions_under_load_loses_and_duplicates_nothing(
+    three_masters: LocalCluster, tmp_path: Path
+) -> None:
+    """Workers of 3 partitions, a producer publishing entries and live streams without a
+    pause; workers of 6 start and those of 3 stop. The producer moves to 6 partitions when it
+    next reads the metadata, a live stream in flight stays where it started, and the
+    partitions of 3 are drained by the workers of 6."""
+    cluster = three_masters
+    settings = _settings(cluster, 3)
+    grown = settings.model_copy(update={"partitions": 6})
+    client = _client(cluster)
+    log = tmp_path / "workers.log"
+    small, large = Workers(settings, log), Workers(grown, log)
+    metadata = settings.base_names().metadata_key
+    ids = [f"entry-{number}" for number in range(3000)]
+    live = [f"live-{number}" for number in range(4)]
+    try:
+        small.start(2)
+        _wait(lambda: client.hget(metadata, "count") == b"3", "metadata", log)
+        for seq, chunk in enumerate(LIVE_CHUNKS[:2]):  # live streams begin under 3
+            for stream in live:
+                tl.publish_live(client, stream, seq, chunk, format="openai_chat",  # type: ignore[arg-type]
+                                stream=settings.input_stream)  # fmt: skip
+        _publish(client, settings, ids[:1000])
+        large.start(2)
+        _wait(lambda: client.hget(metadata, "count") == b"6", "metadata of 6", log)
+        small.stop()
+        deadline = time.monotonic() + tl.ROUTES_TTL_SECONDS + 1
+        published = 1000
+        while time.monotonic() < deadline or published < 2000:  # the producer sees 6
+            _publish(client, settings, ids[published : published + 50])
+            published += 50
+        for stream in live:  # their last chunk, after the change
+            tl.publish_live(client, stream, 2, LIVE_CHUNKS[2], format="openai_chat",  # type: ignore[arg-type]
+                            final=True, stream=settings.input_stream)  # fmt: skip
+        _publish(client, settings, ids[published:])
+        every = [*settings.base_names().layout(3), *grown.base_names().layout(6)]
+        _wait(
+            lambda: (
+                sum(client.xlen(keys.output) for keys in every) >= len(ids) + len(live)
+                and _pending(client, settings, every) == 0
+            ),
+            "every entry finished",
+            log,
+        )
+    finally:
+        small.stop()
+        large.stop()
+    assert client.hget(metadata, "layouts") == b"3,6"
+    _check_exactly_once(client, settings, ids, live, [], counts=(3, 6))
+    sent_under_6 = sum(client.xlen(keys.input) for keys in grown.base_names().layout(6))
+    assert sent_under_6 > 0, "the producer moved to the partitions of 6"
+    client.close()
+
+
+async def test_readiness_and_lag_of_every_partition_on_a_cluster(
+    three_masters: LocalCluster,
+) -> None:
+    """`/readyz` asks each partition's group (`XINFO GROUPS`) and `/metrics` sums their lag: on
+    a cluster both go to the partition's master, with no key lookup round trip."""
+    settings = _settings(three_masters, 6)
+    client = _client(three_masters)
+    layout = _layout(settings)
+    for keys in layout[:2]:
+        client.xadd(keys.input, {"payload": b"{not json", "id": "x"})
+    async with running_worker(settings) as worker:
+        await wait_until(lambda: sum(client.xlen(keys.dead) for keys in layout) == 2, timeout=20)
+        assert await worker._readiness() is None
+        await worker._refresh_lag()
+        assert worker.metrics.stream_lag._value.get() == 0
+        exposition = worker.metrics.exposition().decode()
+        assert 'thoughtline_partition_lag{partition="5/6"} 0.0' in exposition
+    assert three_masters.calls_of("command|getkeys") == 0
+    client.close()
+
+
+def _node_command(port: int, *command: str) -> None:
+    import redis
+
+    node = redis.Redis(host="127.0.0.1", port=port)
+    node.execute_command(*command)
+    node.close()
+
+
+def _wait_replicated(cluster: LocalCluster) -> None:
+    import redis
+
+    for port in cluster.master_ports():
+        node = redis.Redis(host="127.0.0.1", port=port)
+        node.execute_command("WAIT", 1, 5000)
+        node.close()
