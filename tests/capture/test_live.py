@@ -7,6 +7,7 @@ gives for the same recorded stream; an abandoned stream ends as a cut one."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 from typing import Any
 
 import msgspec
@@ -229,3 +230,77 @@ def test_with_redis_down_every_live_stream_reads_as_without_capture_and_each_chu
     finally:
         publisher.close(1)
     assert dropped(registry, "redis_error") == len(_expected(body))
+
+
+GEMINI_ARRAY = "gemini25-pro-stream-thoughts.array.json"
+GEMINI_PATH = "/v1beta/models/gemini-2.5-pro:streamGenerateContent"
+
+
+def _read_raw(url: str, options: dict[str, Any]) -> bytes:
+    """A Gemini stream read as a REST caller reads it, without `alt=sse`: the bytes that
+    came over the wire, content encoding and all."""
+    import httpx2
+
+    with httpx2.Client(transport=capture.Transport(**options)) as http:
+        request = {"contents": [{"parts": [{"text": "Hi"}]}]}
+        with http.stream("POST", f"{url}{GEMINI_PATH}", json=request) as response:
+            return b"".join(response.iter_raw())
+
+
+async def _read_raw_async(url: str, options: dict[str, Any]) -> bytes:
+    import httpx2
+
+    async with httpx2.AsyncClient(transport=capture.AsyncTransport(**options)) as http:
+        request = {"contents": [{"parts": [{"text": "Hi"}]}]}
+        async with http.stream("POST", f"{url}{GEMINI_PATH}", json=request) as response:
+            return b"".join([raw async for raw in response.aiter_raw()])
+
+
+async def test_gzip_and_json_array_streams_are_cut_live_into_the_record_normalize_gives(
+    redis_url: str,
+    stream_names: dict[str, str],
+    server: ReplayServer,
+    redis_client: redis.Redis,
+) -> None:
+    publisher = capture.Publisher(redis_url, stream=stream_names["input_stream"])
+    options = {"publisher": publisher, "live": True}
+    sse = (RECORDED / "zai-glm-stream-reasoning-content.sse").read_bytes()
+    array = (RECORDED / GEMINI_ARRAY).read_bytes()
+    # an SDK reading a gzip SSE stream: it reads what it reads without capture
+    for _ in range(2):
+        server.reply(sse, content_type="text/event-stream", mode="chunked", gzip=True, pieces=9)
+    got = await asyncio.to_thread(SDKS["openai_chat"].call, server.url, options, True)
+    assert got == await asyncio.to_thread(SDKS["openai_chat"].call, server.url, None, True)
+    # Gemini's JSON array, plain and gzip: the caller gets the bytes on the wire untouched
+    server.reply(array, mode="chunked", pieces=13)
+    assert await asyncio.to_thread(_read_raw, server.url, options) == array
+    gzipped = server.reply(array, mode="chunked", gzip=True, pieces=11)
+    assert gzip.decompress(await _read_raw_async(server.url, options)) == array
+    assert gzipped.gzip
+    publisher.close(5)
+    bodies = [(sse, "openai_chat"), (array, "gemini"), (array, "gemini")]
+    expected = [_expected(body) for body, _ in bodies]
+    streams = _by_stream(
+        published(redis_client, stream_names["input_stream"], sum(map(len, expected)))
+    )
+    assert len(streams) == len(bodies)
+
+    elements = [bytes(item) for item in msgspec.json.decode(array, type=list[msgspec.Raw])]
+    assert expected[1] == [(element, None) for element in elements] + [(None, b"1")]
+    for (_, format), want, entries in zip(bodies, expected, streams.values(), strict=True):
+        assert [fields["seq"] for fields in entries] == [b"%d" % n for n in range(len(want))]
+        assert all(fields["format"] == format.encode() for fields in entries)
+        assert [(fields.get("payload"), fields.get("final")) for fields in entries] == want
+
+    records = await _run_worker(redis_url, stream_names, redis_client, len(bodies))
+    deltas = _deltas(redis_client, stream_names["deltas_stream"])
+    for (body, format), (stream_id, entries) in zip(bodies, streams.items(), strict=True):
+        (record,) = [record for record in records if record.id == stream_id.decode()]
+        normalized = thoughtline.normalize(
+            body, format=format, record_id=record.id, meta=entries[0]["meta"]
+        )
+        assert thoughtline.encode(record) == thoughtline.encode(normalized)
+        assert record.content and record.thinking
+        stream_deltas = deltas[record.id]
+        assert [delta["seq"] for delta in stream_deltas] == list(range(len(entries)))
+        assert stream_deltas[-1]["accumulated_text"] == record.content

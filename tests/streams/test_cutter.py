@@ -4,10 +4,18 @@ were cut on the way (hypothesis draws the streams and the cuts)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from thoughtline.streams.framing import StreamCutter, frame
+from thoughtline.streams.framing import StreamCutter, frame, frame_piece
+
+GEMINI_ARRAY = (
+    Path(__file__).parents[1] / "capture" / "recorded" / "gemini25-pro-stream-thoughts.array.json"
+).read_bytes()
 
 _ENDS = st.sampled_from([b"\n", b"\r\n", b"\r"])
 _JSON = st.sampled_from([b'{"a":1}', b'{"text":"x\\ny"}', b"{}", b'{"b":[1,2]}', b'{"c"'])
@@ -50,7 +58,7 @@ def _framed(parts: list[bytes]) -> tuple[list[tuple[str | None, bytes]], bool]:
     chunks: list[tuple[str | None, bytes]] = []
     done = False
     for part in parts:
-        framed = frame(part.strip())
+        framed = frame_piece(part)
         chunks += [(chunk.event, chunk.data) for chunk in framed.chunks]
         done = done or framed.done_marker
     return chunks, done
@@ -84,13 +92,88 @@ def test_an_event_is_cut_as_soon_as_its_empty_line_is_complete() -> None:
     assert cutter.end() == b""
 
 
-def test_json_lines_are_cut_at_each_line_feed_and_an_array_comes_whole() -> None:
+def test_json_lines_are_cut_at_each_line_feed_and_an_array_at_each_element() -> None:
     lines = StreamCutter()
     assert lines.feed(b'{"a":1}\n\n{"b"') == [b'{"a":1}\n']
     assert lines.feed(b":2}\n") == [b'\n{"b":2}\n']
     array = StreamCutter()
-    assert array.feed(b'[{"a":1},\n') == []
-    assert array.end() == b'[{"a":1},\n'
+    assert array.feed(b' [{"a":1},\n') == [b'{"a":1}']
+    assert array.feed(b'{"b":"]}\\"') == []  # brackets and an escaped quote inside a string
+    assert array.feed(b"\\") == []  # a backslash whose escaped byte has not come yet
+    assert array.feed(b'\\"}\r\n,\r\n{"c":') == [b'{"b":"]}\\"\\\\"}']
+    assert array.end() == b'{"c":'  # the element cut short, as `frame` keeps it
+    closed = StreamCutter()
+    assert closed.feed(b'[{"a":[1,{}]}\r\n]\r\n{"not":"read"}') == [b'{"a":[1,{}]}']
+    assert closed.end() == b""
     undecided = StreamCutter()
     assert undecided.feed(b"da") == []
     assert undecided.feed(b"ta: {}\n\n") == [b"data: {}\n\n"]
+
+
+_STRING = st.text(alphabet=st.sampled_from(list('ab "\\[]{},\n\u00e9')), max_size=8)
+_ELEMENT = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-5, 500), _STRING),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(_STRING, inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_GAP = st.sampled_from([b",", b", ", b",\r\n", b"\r\n,\r\n", b"\n,\n  "])
+
+
+def _laid_out(draw: st.DrawFn, elements: list[object]) -> bytes:
+    """A JSON array as a provider might lay it out: compact or indented elements, any gaps
+    between them."""
+    indent = draw(st.sampled_from([None, 2]))
+    body = draw(st.sampled_from([b"[", b" [", b"[\r\n"]))
+    for index, element in enumerate(elements):
+        body += (draw(_GAP) if index else b"") + json.dumps(element, indent=indent).encode()
+    return body + draw(st.sampled_from([b"]", b"\r\n]", b"]\n"]))
+
+
+@st.composite
+def _array(draw: st.DrawFn) -> bytes:
+    """A whole array of any JSON values (strings full of brackets, quotes, backslashes)."""
+    return _laid_out(draw, draw(st.lists(_ELEMENT, max_size=6)))
+
+
+@st.composite
+def _chunk_array(draw: st.DrawFn) -> bytes:
+    """An array of chunk objects, as a stream carries them, sometimes cut short anywhere."""
+    body = _laid_out(draw, draw(st.lists(st.dictionaries(_STRING, _ELEMENT), max_size=6)))
+    if draw(st.booleans()):
+        body = body[: draw(st.integers(1, len(body)))]
+    return body
+
+
+@given(_array(), st.lists(st.integers(0, 400), max_size=12))
+def test_any_cut_of_an_array_gives_its_elements_byte_for_byte(body: bytes, cuts: list[int]) -> None:
+    pieces, rest = _cut(body, cuts)
+    elements = msgspec.json.decode(body, type=list[msgspec.Raw])
+    assert pieces == [bytes(element) for element in elements] and rest == b""
+
+
+@given(_chunk_array(), st.lists(st.integers(0, 400), max_size=12))
+def test_any_cut_of_a_chunk_array_frames_as_the_whole_does(body: bytes, cuts: list[int]) -> None:
+    pieces, rest = _cut(body, cuts)
+    assert (pieces, rest) == _cut(body, [])  # the same pieces whatever the cuts
+    whole = frame(body.strip())
+    chunks, _ = _framed([*pieces, rest])
+    assert chunks == [(chunk.event, chunk.data) for chunk in whole.chunks]
+
+
+@given(st.lists(st.integers(0, len(GEMINI_ARRAY)), max_size=40))
+def test_any_cut_of_a_recorded_gemini_array_gives_its_elements(cuts: list[int]) -> None:
+    pieces, rest = _cut(GEMINI_ARRAY, cuts)
+    elements = msgspec.json.decode(GEMINI_ARRAY, type=list[msgspec.Raw])
+    assert pieces == [bytes(element) for element in elements] and rest == b""
+    assert len(pieces) == 23
+
+
+def test_a_live_piece_that_is_one_object_over_several_lines_is_one_chunk() -> None:
+    element = b'{\n  "a": 1,\n  "b": "x"\n}'
+    assert frame_piece(element).chunks == frame(b"[" + element + b"]").chunks
+    cut = b'{\n  "a": 1,\n  "b": "x'
+    assert frame_piece(cut).chunks == frame(b"[" + cut).chunks
+    lines = frame_piece(b'{"a":1}\n{"b":2}\n').chunks  # JSON lines stay lines
+    assert [chunk.data for chunk in lines] == [b'{"a":1}', b'{"b":2}']

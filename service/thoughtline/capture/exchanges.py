@@ -21,7 +21,15 @@ Ending = Literal["complete", "closed", "broken"]
 """How the response body ended: read to its end; closed by the caller before its end (an SDK
 that stops at its terminal event, or a caller that stopped reading); the connection failed."""
 
-__all__ = ["Capture", "LivePiece", "entries_of", "format_of", "live_entry_of", "streams_live"]
+__all__ = [
+    "Capture",
+    "LiveDecoder",
+    "LivePiece",
+    "entries_of",
+    "format_of",
+    "live_entry_of",
+    "streams_live",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -94,13 +102,63 @@ class LivePiece:
     size: int
 
 
+_LIVE_WINDOW_BITS: Final = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16}
+"""zlib's window bits for a content encoding undone as the bytes arrive (deflate's are told
+by its first bytes: `_deflate_window_bits`)."""
+
+
 def streams_live(capture: Capture) -> bool:
     """Whether a response can be published live: a stream (SSE, JSON lines, Gemini's JSON
-    array) that is not content-encoded, since the cuts are made in the bytes as they arrive.
-    Bedrock's binary event stream is captured by its own hooks."""
-    if capture.content_encoding.strip().lower() not in ("", "identity"):
+    array), plain or in one content encoding zlib undoes as the bytes arrive (gzip, deflate),
+    since the cuts are made in the decoded bytes. Bedrock's binary event stream is captured
+    by its own hooks."""
+    encoding = capture.content_encoding.strip().lower()
+    if encoding not in ("", "identity", "deflate", *_LIVE_WINDOW_BITS):
         return False
     return _is_stream(capture) and not capture.content_type.startswith(_EVENT_STREAM)
+
+
+class LiveDecoder:
+    """A response body's content encoding undone chunk by chunk, for the live cuts; the
+    chunks themselves go on to the SDK unchanged. Identity passes bytes through."""
+
+    __slots__ = ("_encoding", "_head", "_inflater")
+
+    def __init__(self, content_encoding: str) -> None:
+        self._encoding = content_encoding.strip().lower()
+        self._head = b""
+        """A deflate body's first bytes, until there are two: they say which deflate it is."""
+        self._inflater: Any = None
+        if self._encoding in _LIVE_WINDOW_BITS:
+            self._inflater = zlib.decompressobj(_LIVE_WINDOW_BITS[self._encoding])
+
+    def decode(self, data: bytes) -> bytes:
+        """The decoded bytes that `data` gives (often fewer or none: zlib holds some back)."""
+        if self._encoding in ("", "identity"):
+            return data
+        if self._inflater is None:
+            self._head += data
+            if len(self._head) < 2:
+                return b""
+            data, self._head = self._head, b""
+            self._inflater = zlib.decompressobj(_deflate_window_bits(data))
+        return bytes(self._inflater.decompress(data))
+
+    def end(self) -> bytes:
+        """What zlib still holds when the body ends (for a body cut short, what it can)."""
+        if self._inflater is None:
+            return b""
+        return bytes(self._inflater.flush())
+
+
+def _deflate_window_bits(head: bytes) -> int:
+    """`deflate` as the HTTP spec means it (a zlib stream), or gzip, or raw deflate as some
+    servers send it, told apart by the first two bytes."""
+    if head.startswith(b"\x1f\x8b"):
+        return zlib.MAX_WBITS | 16
+    if head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
+        return zlib.MAX_WBITS
+    return -zlib.MAX_WBITS
 
 
 def live_entry_of(piece: LivePiece) -> dict[str, bytes]:

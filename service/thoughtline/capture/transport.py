@@ -7,8 +7,9 @@ replaced by one that hands each chunk on at once and keeps a reference to it. Wh
 ends, or the caller stops reading, or the connection breaks, the chunks go to the publisher's
 buffer in one append; everything else (joining, decoding, `meta`, `XADD`) happens on the
 publisher's thread. With `live=True` a streamed response is cut as it arrives
-(`streams.framing.StreamCutter`) and each whole SSE event or JSON line goes to the buffer at
-once as a live entry (docs/live.md), the end as a `final` one. A failure inside the capture
+(`streams.framing.StreamCutter`, after undoing a gzip or deflate encoding on a copy) and each
+whole SSE event, JSON line or JSON-array element goes to the buffer at once as a live entry
+(docs/live.md), the end as a `final` one. A failure inside the capture
 itself is logged at DEBUG and never reaches the caller.
 """
 
@@ -28,7 +29,13 @@ from typing import Any, Final, Self
 
 from prometheus_client import CollectorRegistry
 
-from thoughtline.capture.exchanges import Capture, LivePiece, format_of, streams_live
+from thoughtline.capture.exchanges import (
+    Capture,
+    LiveDecoder,
+    LivePiece,
+    format_of,
+    streams_live,
+)
 from thoughtline.capture.publisher import Publisher, shared_publisher
 from thoughtline.client import INPUT_STREAM
 from thoughtline.contract.record import FormatName
@@ -439,11 +446,12 @@ class _LiveFinishing(_Finishing):
     chunk, or an end entry (`final`, no payload). A stream the caller abandoned or that broke
     ends the same way: its record then says `truncated_stream`, as a cut recording's does."""
 
-    __slots__ = ("_cutter", "_format", "_seq")
+    __slots__ = ("_cutter", "_decoder", "_format", "_seq")
 
     def __init__(self, inner: Any, capture: Capture, publisher: Publisher) -> None:
         super().__init__(inner, capture, publisher)
         self._cutter = StreamCutter()
+        self._decoder = LiveDecoder(capture.content_encoding)
         self._format: FormatName = capture.format or "openai_chat"  # always set by `_begin`
         self._seq = 0
 
@@ -452,10 +460,19 @@ class _LiveFinishing(_Finishing):
 
     def _cut(self, chunk: bytes) -> None:
         try:
-            for piece in self._cutter.feed(chunk):
-                self._hand_over(piece, final=False)
+            self._cut_decoded(self._decoder.decode(chunk))
         except Exception:
             logger.debug("thoughtline capture: live chunk not handed over", exc_info=True)
+
+    def _cut_decoded(self, data: bytes) -> None:
+        for piece in self._cutter.feed(data):
+            self._hand_over(piece, final=False)
+
+    def _cut_what_the_decoder_holds(self) -> None:
+        try:
+            self._cut_decoded(self._decoder.end())
+        except Exception:  # a damaged encoding: the pieces before it stand
+            logger.debug("thoughtline capture: live stream's encoding not ended", exc_info=True)
 
     def _hand_over(self, payload: bytes | None, *, final: bool) -> None:
         size = len(payload) if payload is not None else 0
@@ -470,6 +487,7 @@ class _LiveFinishing(_Finishing):
         try:
             capture = self._capture
             capture.ended = time.perf_counter()
+            self._cut_what_the_decoder_holds()
             rest = self._cutter.end()
             if rest and not rest.isspace():
                 self._hand_over(rest, final=True)

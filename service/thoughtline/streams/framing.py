@@ -13,8 +13,9 @@ Nothing here decodes a chunk: that is the assembler's job, so a bad line becomes
 at its own position instead of failing the whole stream.
 
 `StreamCutter` cuts a stream's bytes as they arrive into the pieces a live producer publishes
-(one SSE event, or one JSON line, bytes as received), by the same rules: framing each piece
-gives, in order, the chunks that framing the whole stream gives, however the bytes were cut.
+(one SSE event, one JSON line, or one element of a JSON array, bytes as received), by the same
+rules: framing each piece gives, in order, the chunks that framing the whole stream gives,
+however the bytes were cut.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ _EVENT_END: Final = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
 """A line's end followed by an empty line's (a CRLF is never two): where an SSE event is
 dispatched."""
 _CR: Final = 13
+_STRING_REST: Final = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
+"""The rest of a JSON string from inside it: up to its closing quote, or to the end of what
+arrived (stopping before a last backslash, whose escaped byte has not arrived yet)."""
+_NESTING: Final = re.compile(rb'["{}\[\]]')
+_VALUE_START: Final = re.compile(rb"[^\s,]")
+_SCALAR_END: Final = re.compile(rb"[\s,\]]")
 
 
 class Framed(NamedTuple):
@@ -72,6 +79,17 @@ def frame(body: bytes) -> Framed:
     if body.startswith(b"["):
         return _json_array(body)
     return _json_lines(body)
+
+
+def frame_piece(payload: bytes) -> Framed:
+    """The chunks of one live piece: as `frame` reads it, except that an object spread over
+    several lines (an element of a JSON array, as Gemini lays them out) is one chunk, whole
+    or cut, as it is when the array is framed whole. Several JSON lines stay several chunks:
+    their first line is a whole object."""
+    body = payload.strip()
+    if body.startswith(b"{") and b"\n" in body and not holds_several_chunks(body):
+        return Framed([Chunk(0, None, body)], False)
+    return frame(body)
 
 
 def _server_sent_events(body: bytes) -> Framed:
@@ -178,8 +196,10 @@ class StreamCutter:
     (up to and with the empty line that ends it) or one JSON line (with its LF).
 
     The framing is chosen as `frame` chooses it, from the first bytes: SSE when they start
-    with an SSE field, JSON lines otherwise; a JSON array (Gemini without `alt=sse`) is not
-    cut: it comes whole from `end`. A piece is cut only where the rest cannot change it (a CR
+    with an SSE field, a JSON array (Gemini without `alt=sse`) when they start with `[`, JSON
+    lines otherwise. An array is cut into its top-level elements (`ArraySplitter`): each
+    piece is one element's bytes, the brackets, commas and whitespace between elements left
+    out. An SSE or JSON-lines piece is cut only where the rest cannot change it (a CR
     at the end of what arrived may be the first half of a CRLF), and blank lines stay with
     the piece after them, so no piece is only blank lines, the pieces are the same whatever
     the cuts of the input, and their concatenation is the input. One thing a piece cannot
@@ -187,12 +207,13 @@ class StreamCutter:
     which no provider sends; SSE's `data: [DONE]` is its own piece as usual.
     """
 
-    __slots__ = ("_mode", "_pending")
+    __slots__ = ("_array", "_mode", "_pending")
 
     def __init__(self) -> None:
         self._pending = b""
         self._mode = ""
         """"" until the first bytes decide; then "sse", "lines" or "array"."""
+        self._array: ArraySplitter | None = None
 
     def feed(self, data: bytes) -> list[bytes]:
         """The pieces that `data` completes (often none or one)."""
@@ -208,7 +229,12 @@ class StreamCutter:
         pending = self._pending + data if self._pending else data
         if not self._mode:
             self._mode = _framing_of(pending)
-        if self._mode in ("", "array"):
+        if self._mode == "array":
+            if self._array is None:
+                self._array = ArraySplitter()
+            self._pending = b""
+            return self._array.feed(pending)
+        if not self._mode:
             self._pending = pending
             return []
         pieces: list[bytes] = []
@@ -242,9 +268,121 @@ class StreamCutter:
 
     def end(self) -> bytes:
         """What is left when the body ends: a last piece with no end of its own, blank
-        lines, a cut event, or a whole JSON array (b"" when nothing is left)."""
+        lines, a cut event, or an array's cut element (b"" when nothing is left)."""
+        if self._array is not None:
+            return self._array.end()
         rest, self._pending = self._pending, b""
         return rest
+
+
+class ArraySplitter:
+    """A JSON array's bytes, fed as they arrive, split into its complete top-level elements,
+    each the byte-exact slice `frame` reads for it (what `msgspec.Raw` gives).
+
+    Strings are skipped whole, so brackets and escaped quotes inside them do not count. The
+    scan resumes where the last one stopped: every byte is looked at once (a string cut
+    after a backslash, once more), and only the element in progress is kept. After the
+    array's closing bracket the rest is ignored, as `frame` ignores it.
+    """
+
+    __slots__ = ("_closed", "_depth", "_in_string", "_opened", "_pending", "_position", "_start")
+
+    def __init__(self) -> None:
+        self._pending = b""
+        self._position = 0
+        """Where the scan goes on in `_pending`."""
+        self._start = -1
+        """Where the element in progress starts in `_pending` (-1: between elements)."""
+        self._depth = 0
+        self._in_string = False
+        self._opened = False
+        self._closed = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The elements that `data` completes."""
+        if self._closed:
+            return []
+        pending = self._pending + data if self._pending else data
+        elements: list[bytes] = []
+        position = self._position
+        if not self._opened:
+            opening = pending.find(b"[", position)
+            if opening < 0:
+                self._pending, self._position = b"", 0
+                return elements
+            self._opened = True
+            position = opening + 1
+        while position < len(pending):
+            if self._in_string:
+                position = _string_rest_end(pending, position)
+                if position >= len(pending) or pending[position] != ord('"'):
+                    break  # the string goes on in the next bytes
+                position += 1
+                self._in_string = False
+                if self._depth == 0:  # a string element
+                    elements.append(pending[self._start : position])
+                    self._start = -1
+            elif self._start < 0:
+                found = _VALUE_START.search(pending, position)
+                if found is None:
+                    position = len(pending)
+                    break
+                position = found.start()
+                first = pending[position]
+                if first == ord("]"):
+                    self._closed = True
+                    break
+                self._start = position
+                if first in b"{[":
+                    self._depth = 1
+                    position += 1
+                elif first == ord('"'):
+                    self._in_string = True
+                    position += 1
+            elif self._depth == 0:  # a number, true, false or null: up to a delimiter
+                end = _SCALAR_END.search(pending, position)
+                if end is None:
+                    position = len(pending)
+                    break
+                position = end.start()
+                elements.append(pending[self._start : position])
+                self._start = -1
+            else:
+                found = _NESTING.search(pending, position)
+                if found is None:
+                    position = len(pending)
+                    break
+                position = found.end()
+                token = pending[found.start()]
+                if token == ord('"'):
+                    self._in_string = True
+                elif token in b"{[":
+                    self._depth += 1
+                else:
+                    self._depth -= 1
+                    if self._depth == 0:
+                        elements.append(pending[self._start : position])
+                        self._start = -1
+        keep = self._start if self._start >= 0 else position
+        self._pending = pending[keep:]
+        self._position = position - keep
+        if self._start >= 0:
+            self._start = 0
+        return elements
+
+    def end(self) -> bytes:
+        """The element cut short when the body ended (b"" when none was), as `frame` keeps
+        it: from its first byte to the end of the body."""
+        rest = self._pending if self._start >= 0 and not self._closed else b""
+        self._pending, self._position, self._start = b"", 0, -1
+        return rest
+
+
+def _string_rest_end(data: bytes, position: int) -> int:
+    """Where the JSON string that `position` is inside of stops: its closing quote, a last
+    backslash, or the end of `data`."""
+    rest = _STRING_REST.match(data, position)
+    return position if rest is None else rest.end()
 
 
 def _framing_of(start: bytes) -> str:

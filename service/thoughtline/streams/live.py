@@ -68,7 +68,7 @@ from thoughtline.reading.turn import may_carry_thought_label
 from thoughtline.reasoning.dialects import DIALECTS, TOOL_CALL_MARKERS
 from thoughtline.reasoning.scanner import IncrementalExtractor
 from thoughtline.streams.base import Chunk, Piece
-from thoughtline.streams.framing import frame
+from thoughtline.streams.framing import frame_piece
 from thoughtline.streams.prompt_reasoning import opens_in_prompt
 
 __all__ = [
@@ -384,7 +384,7 @@ class LiveStream:
         found: list[tuple[str | None, bytes]] = []
         done = False
         if chunk.payload is not None:
-            framed = frame(chunk.payload.strip())
+            framed = frame_piece(chunk.payload)
             found = [(item.event, item.data) for item in framed.chunks]
             done = framed.done_marker
         stored = self.state.stored_bytes + sum(len(data) for _, data in found)
