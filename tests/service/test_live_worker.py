@@ -20,7 +20,8 @@ from thoughtline.streams.live import LiveState, LiveStream
 from thoughtline.worker.commit import Committer
 from thoughtline.worker.entries import DeliveredEntry, process
 from thoughtline.worker.group import ensure_group
-from thoughtline.worker.live import LiveHandler, is_live, live_keys
+from thoughtline.worker.live import LiveHandler
+from thoughtline.worker.live_entries import is_live, live_keys
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.settings import Settings, load_settings
 

@@ -34,7 +34,8 @@ from thoughtline.inspection import conversation_id
 from thoughtline.worker.commit import Committer, GroupVanishedError
 from thoughtline.worker.conversations import ConversationStore
 from thoughtline.worker.entries import FASTSTREAM_DATA_FIELD, DeliveredEntry, Outcome, process
-from thoughtline.worker.live import LiveHandler, is_live
+from thoughtline.worker.live import LiveHandler
+from thoughtline.worker.live_entries import is_live
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.retry import TRANSIENT_ERRORS, Backoff
 from thoughtline.worker.settings import Settings

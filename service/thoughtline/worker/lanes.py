@@ -30,7 +30,8 @@ from thoughtline.contract.partitions import (
 from thoughtline.worker.batches import BatchHandler
 from thoughtline.worker.connections import RedisClient
 from thoughtline.worker.entries import DeliveredEntry
-from thoughtline.worker.live import STREAM_FIELD, LiveHandler, is_live
+from thoughtline.worker.live import LiveHandler
+from thoughtline.worker.live_entries import STREAM_FIELD, is_live
 from thoughtline.worker.readiness import ReadinessProblems
 from thoughtline.worker.reclaim import Reclaimer
 from thoughtline.worker.settings import Settings

@@ -1,0 +1,265 @@
+"""The two Lua scripts of live streams, and the msgpack packing of their arguments.
+
+`LIVE_SCRIPT` commits runs of steps of live streams and `READ_SCRIPT` reads a stream back
+(`worker/live.py` explains how the handler uses them). They live apart from the handler so the
+Redis side of a live stream, the record the scripts keep, reads in one place. Per stream, Redis
+holds (all keys beside the input stream, in its hash tag, so one slot on Cluster):
+
+- `<input>:live:state:<stream>`: a hash, `seq` (the next chunk's), `token` (the stream's, made
+  at `seq` 0) and `state` (the encoded `streams.live.LiveState`, of constant size); after the
+  end a tombstone (`closed` 1) that turns late and repeated chunks away.
+- `<input>:live:log:<stream>`: a hash, per applied `seq` the chunks its entry held (the log the
+  record is read from at the end, and any worker rebuilds the stream from); only ever added to.
+- `<input>:live:parked:<stream>`: chunks that came before their predecessor, by `seq`.
+- `<input>:live:open`: a sorted set of open streams scored by their last progress (ms).
+Every write renews the stream's keys' TTL (`THOUGHTLINE_LIVE_TTL_SECONDS`).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+from thoughtline.worker.commit import STREAM_IDS_LUA
+
+LIVE_SCRIPT: Final = (
+    STREAM_IDS_LUA
+    + """
+-- KEYS: 1 input stream, 2 deltas, 3 output, 4 dead letters, 5 open streams (zset), 6 committed
+-- ids (zset), then per live stream three: its state hash, parked hash, log hash.
+-- ARGV: 1 group, 2 ttl seconds, 3 now (ms), then per live stream: its id, its step count,
+-- then each step as one msgpack array (one argument: far less to pack and send than its
+-- fields one by one):
+--   mode, entry id (mode 'close': the idle time in ms), at (the seq it was computed at),
+--   token (the stream's; at seq 0 the new one), then
+--   'park': the parked chunk, the dead letter's items (added if the stream is closed)
+--   'apply' (the entry's chunk), 'parked' (the parked chunk at seq `at`), 'close' (none):
+--     new seq, state, closed ('1'/'0'), log element ('' none), delta ('' none), format,
+--     record ('' none), the dead letters (each a list of items)
+-- Returns per live stream a list: per step tried 1 applied, 2 parked, 3 acknowledged only
+-- (applied before, or committed before the group was lost), 4 dead-lettered (the stream is
+-- closed), 0 the entry is no longer pending, -1 the stream is not at `at` (nothing done; its
+-- later steps are not tried: compute again); then 1 if the chunk the stream now needs is
+-- parked, else 0.
+local expected = {'stream', 'stream', 'stream', 'zset', 'zset'}
+for index = 2, #KEYS do
+  local wanted = expected[index - 1] or 'hash'
+  local key_type = redis.call('TYPE', KEYS[index])['ok']
+  if key_type ~= wanted and key_type ~= 'none' then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[index] .. ' holds a ' .. key_type)
+  end
+end
+local group, ttl, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local open_key, committed = KEYS[5], KEYS[6]
+-- The committed-ids record is the batch commit's (worker/commit.py): a low mark (score -1),
+-- a high mark (score -2, '>' and an id), and between them the ids NOT committed ('!' and the
+-- id). Above the high mark this script lists the live entries it commits (plain ids).
+local low = redis.call('ZRANGEBYSCORE', committed, -1, -1, 'LIMIT', 0, 1)[1]
+local high = redis.call('ZRANGEBYSCORE', committed, -2, -2, 'LIMIT', 0, 1)[1]
+if high then
+  high = string.sub(high, 2)
+end
+local marked = #redis.call('ZRANGEBYSCORE', committed, 0, '+inf', 'LIMIT', 0, 1) > 0
+local added, finished, highest = {}, {}, nil
+local function acknowledge(entry_id)  -- 1 now, 0 not pending, 2 committed before group loss
+  if redis.call('XACK', KEYS[1], group, entry_id) == 0 then
+    return 0
+  end
+  if highest == nil or id_less(highest, entry_id) then
+    highest = entry_id
+  end
+  if low and not id_less(low, entry_id) then
+    return 2
+  end
+  if high and not id_less(high, entry_id) then
+    if marked and redis.call('ZSCORE', committed, '!' .. entry_id) then
+      finished[#finished + 1] = '!' .. entry_id  -- listed as not committed: it is now
+      return 1
+    end
+    return 2
+  end
+  if marked and redis.call('ZSCORE', committed, entry_id) then
+    return 2
+  end
+  added[#added + 1] = entry_id
+  return 1
+end
+local all_results = {}
+local position = 4
+local stream_number = 0
+while position <= #ARGV do
+  local stream, step_count = ARGV[position], tonumber(ARGV[position + 1])
+  position = position + 2
+  local base = 7 + 3 * stream_number
+  stream_number = stream_number + 1
+  local state_key, parked_key, log_key = KEYS[base], KEYS[base + 1], KEYS[base + 2]
+  local results = {}
+  local stopped = false
+  for _ = 1, step_count do
+    local step = cmsgpack.unpack(ARGV[position])
+    position = position + 1
+    local mode, entry_id, at, token = step[1], step[2], step[3], step[4]
+    local state = redis.call('HMGET', state_key, 'seq', 'closed', 'token')
+    local current = state[1] or '0'
+    local closed = state[2] == '1'
+    local result = nil
+    if mode == 'park' then
+      local parked, items = step[5], step[6]
+      local seq = tonumber(at)
+      if stopped or (not closed and seq == tonumber(current)) then
+        result = -1
+      else
+        local acknowledged = acknowledge(entry_id)
+        if acknowledged == 0 then
+          result = 0
+        elseif acknowledged == 2 or seq < tonumber(current) then
+          result = 3
+        elseif closed then
+          redis.call('XADD', KEYS[4], '*', unpack(items))
+          result = 4
+        else
+          redis.call('HSET', parked_key, at, parked)
+          redis.call('EXPIRE', parked_key, ttl)
+          redis.call('EXPIRE', log_key, ttl)  -- the log lives as long as the state
+          if seq > tonumber(redis.call('HGET', state_key, 'parked_max') or '-1') then
+            redis.call('HSET', state_key, 'parked_max', at)
+          end
+          redis.call('EXPIRE', state_key, ttl)
+          if not redis.call('ZSCORE', open_key, stream) then
+            redis.call('ZADD', open_key, now, stream)
+          end
+          result = 2
+        end
+      end
+    else
+      local new_seq, new_state, now_closed = step[5], step[6], step[7]
+      local logged, delta, format = step[8], step[9], step[10]
+      local record, dead = step[11], step[12]
+      if stopped or current ~= at or closed or (at ~= '0' and state[3] ~= token) then
+        result = -1
+      elseif mode == 'apply' then
+        local acknowledged = acknowledge(entry_id)
+        if acknowledged ~= 1 then
+          result = acknowledged == 0 and 0 or 3
+        end
+      elseif mode == 'parked' then
+        local parked = redis.call('HGET', parked_key, at)
+        if not parked or parked == '' then
+          result = -1
+        else
+          redis.call('HSET', parked_key, at, '')
+        end
+      else  -- 'close': only if still idle (a chunk may have been applied since the sweep looked)
+        local score = redis.call('ZSCORE', open_key, stream)
+        if score and tonumber(now) - tonumber(score) < tonumber(entry_id) then
+          result = -1
+        end
+      end
+      if result == nil then
+        redis.call('HSET', state_key, 'seq', new_seq, 'state', new_state, 'closed', now_closed,
+                   'token', token)
+        redis.call('EXPIRE', state_key, ttl)
+        if delta ~= '' then
+          redis.call('XADD', KEYS[2], '*', 'delta', delta, 'id', stream, 'format', format)
+        end
+        if record ~= '' then
+          redis.call('XADD', KEYS[3], '*', 'record', record, 'id', stream, 'format', format)
+        end
+        for _, items in ipairs(dead) do
+          redis.call('XADD', KEYS[4], '*', unpack(items))
+        end
+        if now_closed == '1' then
+          redis.call('ZADD', open_key, -1, stream)
+          redis.call('ZREMRANGEBYSCORE', open_key, -1, -1)
+          redis.call('EXPIRE', parked_key, 1)
+          redis.call('EXPIRE', log_key, 1)
+        else
+          if logged ~= '' then
+            redis.call('HSET', log_key, at, logged)
+          end
+          redis.call('EXPIRE', log_key, ttl)
+          redis.call('ZADD', open_key, now, stream)
+          redis.call('EXPIRE', parked_key, ttl)
+        end
+        result = 1
+      end
+    end
+    results[#results + 1] = result
+    stopped = stopped or result == -1
+  end
+  -- Last: whether the chunk the stream now needs is parked (then it is applied right away).
+  local now_at = redis.call('HMGET', state_key, 'seq', 'closed')
+  local waiting = redis.call('HGET', parked_key, now_at[1] or '0')
+  results[#results + 1] = (now_at[2] ~= '1' and waiting and waiting ~= '') and 1 or 0
+  all_results[#all_results + 1] = results
+end
+if #finished > 0 then  -- out of the list (re-scored, then dropped: the ACL grants no ZREM)
+  for _, member in ipairs(finished) do
+    redis.call('ZADD', committed, -3, member)
+  end
+  redis.call('ZREMRANGEBYSCORE', committed, -3, -3)
+end
+if highest then  -- the committed-ids record, kept as the batch commit keeps it
+  local summary = redis.call('XPENDING', KEYS[1], group)
+  local candidate = highest
+  if summary[1] > 0 then
+    candidate = id_before(summary[2])
+  end
+  if low == nil or id_less(low, candidate) then
+    low = candidate
+    redis.call('ZREMRANGEBYSCORE', committed, -1, -1)
+    redis.call('ZADD', committed, -1, low)
+    redis.call('ZREMRANGEBYSCORE', committed, 0, '(' .. split_id(low))
+  end
+  for _, entry_id in ipairs(added) do
+    if id_less(low, entry_id) then
+      redis.call('ZADD', committed, split_id(entry_id), entry_id)
+    end
+  end
+end
+return all_results
+"""
+)
+"""Runs of steps of live streams, each step atomic (see `worker/live.py`)."""
+
+READ_SCRIPT: Final = """
+-- KEYS: 1 state hash, 2 log hash. ARGV: 1 the first log element wanted.
+-- Returns seq, state, closed, token, then the log elements from ARGV[1] to seq - 1.
+local state = redis.call('HMGET', KEYS[1], 'seq', 'state', 'closed', 'token')
+local result = {state[1] or false, state[2] or false, state[3] or false, state[4] or false}
+local last = tonumber(state[1] or '0') - 1
+if state[3] ~= '1' then
+  for seq = tonumber(ARGV[1]), last do
+    result[#result + 1] = redis.call('HGET', KEYS[2], tostring(seq)) or ''
+  end
+end
+return result
+"""
+"""A stream's state and the log elements a worker's engine has not seen, read consistently."""
+
+
+def pack(value: object) -> bytes:
+    """`value` (bytes, str, lists of them) as msgpack for the script's `cmsgpack.unpack`: bytes
+    as msgpack strings (the script's msgpack reads no `bin` type; its strings are bytes)."""
+    if isinstance(value, str):
+        value = value.encode()
+    if isinstance(value, bytes):
+        size = len(value)
+        if size < 32:
+            header = bytes([0xA0 | size])
+        elif size < 256:
+            header = b"\xd9" + bytes([size])
+        elif size < 65536:
+            header = b"\xda" + struct.pack(">H", size)
+        else:
+            header = b"\xdb" + struct.pack(">I", size)
+        return header + value
+    assert isinstance(value, list)
+    size = len(value)
+    if size < 16:
+        header = bytes([0x90 | size])
+    elif size < 65536:
+        header = b"\xdc" + struct.pack(">H", size)
+    else:
+        header = b"\xdd" + struct.pack(">I", size)
+    return header + b"".join(pack(item) for item in value)
