@@ -170,3 +170,13 @@ def test_metrics_carry_no_created_series() -> None:
     metrics = Metrics()
     metrics.dead_letters.labels(reason="not_json").inc()
     assert b"_created" not in metrics.exposition()
+
+
+def test_live_streams_open_is_the_sum_over_the_partitions_swept() -> None:
+    """Each partition's live handler sweeps its own open-streams set; the worker's gauge says
+    how many are open in all of them, and a set swept again replaces its earlier count."""
+    metrics = Metrics()
+    metrics.set_live_open("{thoughtline:2:0:a}:raw:live:open", 3)
+    metrics.set_live_open("{thoughtline:2:1:b}:raw:live:open", 4)
+    metrics.set_live_open("{thoughtline:2:0:a}:raw:live:open", 1)
+    assert "\nthoughtline_live_streams_open 5.0\n" in metrics.exposition().decode()

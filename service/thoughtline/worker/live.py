@@ -514,7 +514,7 @@ class LiveHandler:
         keys = live_keys(self._settings, "")
         now = _now_ms()
         members = await self._client.zrangebyscore(keys.open, 0, "+inf")
-        self._metrics.live_open.set(len(members))
+        self._metrics.set_live_open(keys.open, len(members))
         open_streams = await self._client.zrangebyscore(
             keys.open, 0, now - self.interval * 1000, start=0, num=SWEEP_PAGE, withscores=True
         )

@@ -175,6 +175,9 @@ class Metrics:
             "sweep.",
             registry=self.registry,
         )
+        self._live_open_by_set: dict[str, int] = {}
+        """Per open-streams set (one per partition), its size at the last sweep: the gauge is
+        their sum, since each partition's live handler sweeps only its own."""
         self.live_chunks = Counter(
             "thoughtline_live_chunks_total",
             "Live chunks by outcome: applied; waited (came before their predecessor: parked); "
@@ -221,6 +224,11 @@ class Metrics:
             self.live_closed.labels(how)
         for direction in LIVE_REVISION_DIRECTIONS:
             self.live_revisions.labels(direction)
+
+    def set_live_open(self, open_set: str, count: int) -> None:
+        """The number of live streams open in one partition (its open-streams set)."""
+        self._live_open_by_set[open_set] = count
+        self.live_open.set(sum(self._live_open_by_set.values()))
 
     def partition_lag(self) -> Gauge:
         """The lag per partition, made on first use: a worker of one partition (the default)
