@@ -1,6 +1,6 @@
 """How long the command line takes to start, against a bare interpreter.
 
-    python bench/cli_start.py [--repeat N]
+    python bench/cli_start.py [--repeat N] [--no-bytecode-cache]
 
 Runs `python -c pass`, `thoughtline --version` and `thoughtline normalize small.json` (a 1 KB
 Chat body written to a temporary folder) as fresh processes, each --repeat times,
@@ -9,6 +9,12 @@ to the bare interpreter (on a busy machine the CPU time is the steadier figure).
 within 0.3 s of `python -c pass`. The commands run as `python -m thoughtline.cli`, with the
 checkout's `service/` first on the path, so the figure is this checkout's whether or not it
 is installed.
+
+The package's bytecode is cached as an installed package has it (pip compiles on install):
+the runs write and read it under the temporary folder (`PYTHONPYCACHEPREFIX`), after one
+run of each command that is not counted, whatever `PYTHONDONTWRITEBYTECODE` says. With
+--no-bytecode-cache every run compiles the package's modules from source again (what a
+checkout run under `PYTHONDONTWRITEBYTECODE=1` pays, about as much again as the imports).
 
 2026-12-02, a 2-core machine shared with six other jobs (CPU time added to `python -c pass`):
 before the service commands were split off, `--version` +0.89 s and `normalize small.json`
@@ -57,12 +63,30 @@ def seconds(command: list[str], environment: dict[str, str]) -> tuple[float, flo
     return wall, cpu
 
 
+def _environment(folder: Path, *, cached: bool) -> dict[str, str]:
+    """The runs' environment: this checkout's package first on the path, and its bytecode
+    cached under `folder` (or never written, so every run compiles it)."""
+    environment = {**os.environ, "PYTHONPATH": str(SERVICE)}
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    environment.pop("PYTHONPYCACHEPREFIX", None)
+    if cached:
+        environment["PYTHONPYCACHEPREFIX"] = str(folder / "bytecode")
+    else:
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
+    return environment
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=11)
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="compile the package from source in every run (no .pyc written or read)",
+    )
     arguments = parser.parse_args()
-    environment = {**os.environ, "PYTHONPATH": str(SERVICE)}
     with tempfile.TemporaryDirectory() as folder:
+        environment = _environment(Path(folder), cached=not arguments.no_bytecode_cache)
         small = Path(folder) / "small.json"
         small.write_text(json.dumps(SMALL_BODY))
         cli = [sys.executable, "-m", "thoughtline.cli"]
@@ -71,6 +95,8 @@ def main() -> None:
             "thoughtline --version": [*cli, "--version"],
             "thoughtline normalize small.json": [*cli, "normalize", str(small)],
         }
+        for command in commands.values():  # not counted: writes the bytecode cache
+            seconds(command, environment)
         walls: dict[str, list[float]] = {name: [] for name in commands}
         cpus: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(arguments.repeat):
@@ -78,7 +104,8 @@ def main() -> None:
                 wall, cpu = seconds(command, environment)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
-    print(f"median of {arguments.repeat} runs, fresh processes: wall time, CPU time")
+    cache = "no bytecode cache" if arguments.no_bytecode_cache else "bytecode cached"
+    print(f"median of {arguments.repeat} runs, fresh processes, {cache}: wall time, CPU time")
     for label, times in (("wall", walls), ("cpu", cpus)):
         bare = statistics.median(times["python -c pass"])
         for name, measured in times.items():
