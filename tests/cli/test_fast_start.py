@@ -72,9 +72,12 @@ NOT_FOR_ONE_RESPONSE = (
     "thoughtline.inspection.conversation",
     "thoughtline.inspection.fingerprints",
     "thoughtline.inspection.request",
+    "thoughtline.replay.history",
+    "thoughtline.replay.records",
 )
 """What `normalize` of one response body does not need: the version lookup (only
-`--version` reads it), the request check and its fingerprints (hashlib)."""
+`--version` reads it), the request check and its fingerprints (hashlib), the history
+engine (a record's replay parts need only `replay.parts` and `replay.rebuild`)."""
 
 RUN_PROBE = """
 import sys
