@@ -91,18 +91,15 @@ print(status, ",".join(loaded), ",".join(compiled), sep="|", file=sys.stderr)
 """
 
 THINK_BODY = {
-    "id": "chatcmpl-1",
     "object": "chat.completion",
-    "model": "gpt-4o-mini",
     "choices": [
         {
-            "index": 0,
-            "message": {"role": "assistant", "content": "<think>add them</think>2 + 2 = 4"},
+            "message": {"role": "assistant", "content": "<think>add them</think>4"},
             "finish_reason": "stop",
         }
     ],
-    "usage": {"prompt_tokens": 12, "completion_tokens": 9, "total_tokens": 21},
 }
+"""A Chat response whose answer holds one `<think>` block."""
 
 
 def _run_in_fresh_interpreter(*arguments: str) -> tuple[list[str], list[str]]:
