@@ -8,15 +8,21 @@ stream commands (`XADD`, `XREADGROUP`, `XACK`, `XAUTOCLAIM`, ..., also those a s
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
 import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
+import redis
 from redis.cluster import RedisCluster
 
 import thoughtline.client as tl
@@ -25,6 +31,7 @@ from tests.cluster.harness import LocalCluster
 from tests.service.conftest import _no_thoughtline_environment  # noqa: F401 - autouse fixture
 from tests.service.support import running_worker, serve, wait_exit, wait_until
 from thoughtline.cli.demo import sample_files
+from thoughtline.cli.partitions import Master, Move, move_commands
 from thoughtline.contract.partitions import PartitionKeys, partition_of
 from thoughtline.worker.embedded import redis_server_binary
 from thoughtline.worker.settings import Settings, load_settings
@@ -416,3 +423,81 @@ def _wait_replicated(cluster: LocalCluster) -> None:
         node = redis.Redis(host="127.0.0.1", port=port)
         node.execute_command("WAIT", 1, 5000)
         node.close()
+
+
+async def test_the_partitions_command_shows_each_master_and_the_moves_that_spread_them(
+    three_masters: LocalCluster,
+) -> None:
+    """`thoughtline partitions` on a cluster: each partition's master as `CLUSTER SLOTS` has
+    it; after one partition's slot is moved onto another master, a warning and the one move
+    back, whose `redis-cli` lines, run as printed, spread them evenly again."""
+    cluster = three_masters
+    settings = _settings(cluster, 6)
+    layout = _layout(settings)
+    async with running_worker(settings):  # the metadata, and each partition's streams
+        pass
+    report = _partitions_report(cluster, settings)
+    assert (report["count"], report["cluster"], len(report["masters"])) == (6, True, 3)
+    for shown, keys in zip(report["partitions"], layout, strict=True):
+        assert shown["master"]["address"] == f"127.0.0.1:{cluster.owner_of(keys.slot)}"
+    assert [master["partitions"] for master in report["masters"]] == [2, 2, 2]
+    assert report["spread"]["even"] and report["warnings"] == []
+
+    # A reshard by hand puts partition 0 beside partition 5: 1, 2 and 3 on the masters.
+    source, target = cluster.owner_of(layout[0].slot), cluster.owner_of(layout[5].slot)
+    ids = {master["address"]: master["id"] for master in report["masters"]}
+    move = Move(
+        layout[0],
+        Master(ids[f"127.0.0.1:{source}"], f"127.0.0.1:{source}", ()),
+        Master(ids[f"127.0.0.1:{target}"], f"127.0.0.1:{target}", ()),
+    )
+    _run_redis_cli(move_commands(move))
+    assert cluster.owner_of(layout[0].slot) == target
+    uneven = _partitions_report(cluster, settings)
+    assert sorted(master["partitions"] for master in uneven["masters"]) == [1, 2, 3]
+    assert not uneven["spread"]["even"]
+    assert any("spread unevenly" in warning for warning in uneven["warnings"])
+    (planned,) = uneven["spread"]["moves"]
+    assert planned["from"]["address"] == f"127.0.0.1:{target}"
+    _run_redis_cli(planned["commands"])
+    spread = _partitions_report(cluster, settings)
+    assert [master["partitions"] for master in spread["masters"]] == [2, 2, 2]
+    assert spread["spread"]["even"] and spread["warnings"] == []
+    for keys in layout:  # nothing was left behind on the way: every stream and its group
+        node = _master_client(cluster, keys.slot)
+        assert node.exists(keys.input) and node.xinfo_groups(keys.input)
+        node.close()
+
+
+def _partitions_report(cluster: LocalCluster, settings: Settings) -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-m", "thoughtline.cli", "partitions", "--json"],
+        env={**os.environ, "THOUGHTLINE_REDIS_URL": cluster.url(),
+             "THOUGHTLINE_INPUT_STREAM": settings.input_stream},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def _run_redis_cli(commands: list[str]) -> None:
+    """The printed lines, in order; the keys `CLUSTER GETKEYSINSLOT` lists go to `MIGRATE`."""
+    cli = redis_cli_binary()
+    assert cli is not None
+    listed: list[str] = []
+    for line in commands:
+        arguments = shlex.split(line, comments=True)
+        arguments[0] = str(cli)
+        if "<the" in arguments:
+            if not listed:
+                continue
+            arguments = arguments[: arguments.index("<the")] + listed
+        output = subprocess.run(arguments, capture_output=True, text=True, check=True).stdout
+        assert not output.startswith(("ERR", "(error)")), f"{line}: {output}"
+        if "GETKEYSINSLOT" in arguments:
+            listed = output.split()
+
+
+def _master_client(cluster: LocalCluster, slot: int) -> redis.Redis:
+    return redis.Redis(host="127.0.0.1", port=cluster.owner_of(slot))

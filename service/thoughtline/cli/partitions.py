@@ -255,9 +255,10 @@ class Nodes:
             return self.seed
         client = self._clients.get(master.address)
         if client is None:
-            options = dict(self.seed.connection_pool.connection_kwargs)
-            options.update(host=master.host, port=master.port)
-            client = redis.Redis(**options)
+            seed_pool = self.seed.connection_pool
+            options = {**seed_pool.connection_kwargs, "host": master.host, "port": master.port}
+            pool = redis.ConnectionPool(connection_class=seed_pool.connection_class, **options)
+            client = redis.Redis(connection_pool=pool)
             self._clients[master.address] = client
         return client
 
@@ -272,7 +273,7 @@ class Nodes:
 
     def close(self) -> None:
         for client in self._clients.values():
-            client.close()
+            client.connection_pool.disconnect()  # its own pool: closing the client leaves it
         self.seed.close()
 
 
