@@ -188,6 +188,7 @@ def test_cluster_nodes_are_read_into_masters_and_their_slot_ranges() -> None:
     masters = {master.node_id: master for master in parse_cluster_nodes(NODES)}
     assert sorted(masters) == ["a1", "b2", "c3", "e5"]
     assert masters["b2"].ranges == ((5461, 10922),)  # a slot on its way out stays its own
+    assert masters["b2"].migrating == (5461,) and masters["a1"].migrating == ()
     assert masters["b2"].owns(5461) and not masters["a1"].owns(5461)
     assert (masters["c3"].host, masters["c3"].port) == ("127.0.0.1", 7002)
     assert masters["e5"].failing and masters["e5"].ranges == ()

@@ -54,6 +54,8 @@ class Master:
     """`host:port`, as the cluster announces it."""
     ranges: tuple[tuple[int, int], ...]
     failing: bool = False
+    migrating: tuple[int, ...] = ()
+    """Slots it is handing to another master (`CLUSTER SETSLOT ... MIGRATING`)."""
 
     def owns(self, slot: int) -> bool:
         return any(start <= slot <= end for start, end in self.ranges)
@@ -76,14 +78,16 @@ def parse_cluster_nodes(text: str) -> list[Master]:
         if len(fields) < 8 or "master" not in fields[2].split(","):
             continue
         address = fields[1].split("@")[0]
-        ranges = []
+        ranges, migrating = [], []
         for part in fields[8:]:
             if part.startswith("["):
+                if "->-" in part:
+                    migrating.append(int(part[1:].split("-", 1)[0]))
                 continue
             start, _, end = part.partition("-")
             ranges.append((int(start), int(end or start)))
         failing = any(flag in ("fail", "fail?") for flag in fields[2].split(","))
-        masters.append(Master(fields[0], address, tuple(ranges), failing))
+        masters.append(Master(fields[0], address, tuple(ranges), failing, tuple(migrating)))
     return sorted(masters, key=lambda master: master.address)
 
 
@@ -331,6 +335,11 @@ def _partition_state(nodes: Nodes, keys: PartitionKeys, group: str) -> Partition
         found = _group(
             nodes.call(keys.input, lambda client: client.xinfo_groups(keys.input)), group
         )
+    except redis.exceptions.AskError as error:
+        state.problem = (
+            f"its slot is being migrated: part of its keys are on {error.host}:{error.port}"
+        )
+        return state
     except redis.exceptions.ResponseError as error:
         if "no such key" not in str(error).lower():
             state.problem = " ".join(str(error).split())
@@ -424,6 +433,8 @@ def _partition_lines(state: PartitionState, count: int) -> list[str]:
     keys = state.keys
     where = f"  master {state.master.address} ({state.master.node_id})" if state.master else ""
     earlier = "  (an earlier count: drained, no longer routed to)" if keys.count != count else ""
+    if state.master is not None and keys.slot in state.master.migrating:
+        where += "  (slot being migrated away)"
     if state.problem is not None:
         figures = state.problem
     elif not state.group_found:
