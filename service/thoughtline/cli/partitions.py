@@ -100,8 +100,9 @@ class Move:
     target: Master
 
 
-def spread_moves(owners: Sequence[Master | None], masters: Sequence[Master],
-                 layout: Sequence[PartitionKeys]) -> list[Move]:  # fmt: skip
+def spread_moves(
+    owners: Sequence[Master | None], masters: Sequence[Master], layout: Sequence[PartitionKeys]
+) -> list[Move]:
     """The fewest slot moves after which every master holds `N // M` or `N // M + 1` of the
     N partitions of `layout` (`owners[p]` holds partition p): from the master with the most to
     the one with the fewest, the highest partition first. Empty when they are spread."""
@@ -201,11 +202,16 @@ class Report:
     def current(self) -> list[PartitionState]:
         return [state for state in self.partitions if state.keys.count == self.count]
 
-    def as_json(self) -> dict[str, Any]:
-        held = {master.node_id: 0 for master in self.masters}
+    def held(self) -> dict[str, int]:
+        """Per master (`host:port`), how many partitions of the current count it holds."""
+        counts = {master.address: 0 for master in self.masters}
         for state in self.current():
-            if state.master is not None and state.master.node_id in held:
-                held[state.master.node_id] += 1
+            if state.master is not None and state.master.address in counts:
+                counts[state.master.address] += 1
+        return counts
+
+    def as_json(self) -> dict[str, Any]:
+        held = self.held()
         return {
             "metadata_key": self.metadata_key,
             "metadata": self.metadata,
@@ -215,7 +221,7 @@ class Report:
             "cluster": self.cluster,
             "partitions": [state.as_json() for state in self.partitions],
             "masters": [
-                {**_master_json(master), "partitions": held[master.node_id]}
+                {**_master_json(master), "partitions": held[master.address]}
                 for master in self.masters
             ],
             "spread": {
@@ -387,7 +393,9 @@ def _warnings(report: Report, fields: Mapping[Any, Any], has_metadata: bool) -> 
     if unowned:
         warnings.append(f"no master owns the slot of partition(s) {', '.join(unowned)}")
     if report.moves:
-        counts = _held(report)
+        counts = {
+            address: count for address, count in report.held().items() if address not in failing
+        }
         shown = ", ".join(f"{address} {count}" for address, count in counts.items())
         warnings.append(
             f"the {report.count} partitions are spread unevenly over {len(counts)} masters "
@@ -397,21 +405,13 @@ def _warnings(report: Report, fields: Mapping[Any, Any], has_metadata: bool) -> 
     return warnings
 
 
-def _held(report: Report) -> dict[str, int]:
-    counts = {master.address: 0 for master in report.masters if not master.failing}
-    for state in report.current():
-        if state.master is not None and state.master.address in counts:
-            counts[state.master.address] += 1
-    return counts
-
-
 def render(report: Report) -> str:
     """The human-readable report: one block per partition, then the masters and the advice."""
     lines = [_headline(report)]
     for state in report.partitions:
         lines.extend(_partition_lines(state, report.count))
     if report.cluster:
-        held = _held(report)
+        held = report.held()
         lines.append(f"masters ({len(report.masters)}), partitions of {report.count} on each:")
         for master in report.masters:
             status = "  FAILING" if master.failing else ""
