@@ -36,6 +36,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from thoughtline.capture.exchanges import Capture, LivePiece, entries_of, live_entry_of
 from thoughtline.client import INPUT_STREAM, input_stream, routes
+from thoughtline.worker.retry import Backoff
 
 __all__ = ["DROP_REASONS", "DropReason", "Publisher", "shared_publisher", "shutdown"]
 
@@ -123,7 +124,7 @@ class Publisher:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._failing = False
-        self._failures = 0
+        self._pauses = Backoff(steps=_RETRY_AFTER_SECONDS)
         self.published = 0
         """Entries Redis accepted (for tests and the benchmark)."""
         _live.add(self)
@@ -266,13 +267,12 @@ class Publisher:
 
     def _pause(self) -> None:
         """Wait before the next try, longer while Redis stays unusable (until `close()`)."""
-        pause = _RETRY_AFTER_SECONDS[min(self._failures, len(_RETRY_AFTER_SECONDS) - 1)]
-        self._failures += 1
+        pause = self._pauses.take()
         with self._lock:
             self._wake.wait_for(lambda: self._closed, pause)
 
     def _recovered(self) -> None:
-        self._failures = 0
+        self._pauses.reset()
         if self._failing:
             self._failing = False
             logger.warning("thoughtline capture: publishing to Redis works again")
