@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -54,6 +55,7 @@ from thoughtline.worker.group import (
     ensure_group,
     forget_consumer,
     group_state,
+    recreate_vanished_group,
     remove_dead_consumers,
 )
 from thoughtline.worker.health import HealthServer
@@ -186,7 +188,7 @@ class Worker:
             lane_settings,
             committer,
             self.metrics,
-            reclaimer.recreate_group,
+            functools.partial(recreate_vanished_group, self.client, lane_settings),
             self.conversations,
             live=live,
         )
