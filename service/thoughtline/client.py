@@ -40,6 +40,7 @@ from thoughtline.contract.partitions import BaseNames, Routes, hash_tag, parse_m
 from thoughtline.contract.record import Delta, EntryKind, FormatName, Record
 from thoughtline.contract.record import decode as decode_record
 from thoughtline.worker.settings import (
+    DEFAULT_BLOCK_MS,
     DEFAULT_DELTAS_STREAM,
     DEFAULT_INPUT_STREAM,
     DEFAULT_OUTPUT_STREAM,
@@ -201,7 +202,7 @@ def records(
     consumer: str,
     stream: str = OUTPUT_STREAM,
     count: int = 100,
-    block_ms: int = 1000,
+    block_ms: int = DEFAULT_BLOCK_MS,
     stop_when_idle: bool = False,
 ) -> Iterator[Message]:
     """Records in `group` (created at the stream start if missing), yours pending first."""
@@ -236,7 +237,7 @@ async def arecords(
     consumer: str,
     stream: str = OUTPUT_STREAM,
     count: int = 100,
-    block_ms: int = 1000,
+    block_ms: int = DEFAULT_BLOCK_MS,
     stop_when_idle: bool = False,
 ) -> AsyncIterator[AsyncMessage]:
     """`records` for `redis.asyncio`; `await message.ack()`."""
@@ -306,7 +307,7 @@ def live_deltas(
     stream: str = DELTAS_STREAM,
     start: str = "0",
     count: int = 100,
-    block_ms: int = 1000,
+    block_ms: int = DEFAULT_BLOCK_MS,
     stop_when_idle: bool = False,
 ) -> Iterator[Delta]:
     """Live deltas from `start` on (`XREAD`: every reader sees all), each with its

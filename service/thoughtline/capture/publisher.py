@@ -50,6 +50,8 @@ DROP_REASONS: Final[tuple[DropReason, ...]] = (
     "shutdown",
 )
 
+CLOSE_TIMEOUT_SECONDS: Final = 2.0
+"""How long closing a transport, or the exit, waits for what is buffered to be sent."""
 _RETRY_AFTER_SECONDS: Final = (0.1, 0.5, 1.0, 2.0, 5.0)
 """Pause after a failed pipeline, growing while Redis stays unusable."""
 
@@ -307,7 +309,7 @@ def shared_publisher(
         return publisher
 
 
-def shutdown(timeout: float = 2.0) -> None:
+def shutdown(timeout: float = CLOSE_TIMEOUT_SECONDS) -> None:
     """Flush and stop every publisher, `timeout` seconds in all (also run at exit)."""
     deadline = time.monotonic() + timeout
     for publisher in list(_live):

@@ -36,6 +36,7 @@ from thoughtline.cli import console
 from thoughtline.cli.names import SERVICE_COMMANDS
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
 from thoughtline.contract.record import KNOWN_FORMATS
+from thoughtline.export.consumer import ExportSettings
 from thoughtline.providers.detection import detect_format, looks_like_stream
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
@@ -126,13 +127,19 @@ def _add_export(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         "(OTEL_EXPORTER_OTLP_* settings). A record is acknowledged only once the collector "
         "accepted it. Several processes share the work. See docs/otel.md.",
     )
-    otlp.add_argument("--group", default="thoughtline-otlp", help="consumer group")
+    export_defaults = ExportSettings()  # each option's default is the export's own
+    otlp.add_argument("--group", default=export_defaults.group, help="consumer group")
     otlp.add_argument("--consumer", help="consumer name (default: host-pid)")
-    otlp.add_argument("--batch-size", type=_positive, default=512, help="spans per export request")
+    otlp.add_argument(
+        "--batch-size",
+        type=_positive,
+        default=export_defaults.batch_size,
+        help="spans per export request",
+    )
     otlp.add_argument(
         "--min-idle-ms",
         type=_positive,
-        default=60_000,
+        default=export_defaults.min_idle_ms,
         help="take over records another export process left pending this long",
     )
     otlp.add_argument(

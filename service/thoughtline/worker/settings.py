@@ -31,6 +31,8 @@ DEFAULT_DEAD_STREAM: Final = "{thoughtline}:dead"
 DEFAULT_DELTAS_STREAM: Final = "{thoughtline}:deltas"
 DEFAULT_CONVERSATION_PREFIX: Final = "{thoughtline}:conversation"
 DEFAULT_CONVERSATION_TTL_SECONDS: Final = 24 * 60 * 60
+DEFAULT_BLOCK_MS: Final = 1000
+"""How long a read waits for entries: the worker's (`block_ms`) and the client's readers'."""
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 # Settings whose values may hold secrets: an error message names them but never repeats them.
@@ -59,7 +61,7 @@ class Settings(BaseSettings):
     deltas_stream: str = DEFAULT_DELTAS_STREAM
     group: str = Field(default="thoughtline", min_length=1)
     batch_size: int = Field(default=200, ge=1, le=100_000)
-    block_ms: int = Field(default=1000, ge=1)
+    block_ms: int = Field(default=DEFAULT_BLOCK_MS, ge=1)
     """How long a read waits; 0 would mean forever in Redis and a shutdown would hang on it."""
     min_idle_ms: int = Field(default=60_000, ge=1)
     max_deliveries: int = Field(default=5, ge=1)
