@@ -98,6 +98,8 @@ class Outcome:
     entry_id: bytes
     outputs: list[Output | RecordOutput]
     format_name: str | None
+    """The record's format, or, for a dead letter, the format the entry declared as it gave it
+    (unchecked: it may name no format); used only as a metric label (`metrics.format_label`)."""
     record: Record | None = None
     dead_reason: str | None = None
     dead_error: str | None = None
