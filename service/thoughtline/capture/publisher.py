@@ -28,7 +28,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import prometheus_client
 import redis
@@ -55,7 +55,14 @@ CLOSE_TIMEOUT_SECONDS: Final = 2.0
 _RETRY_AFTER_SECONDS: Final = (0.1, 0.5, 1.0, 2.0, 5.0)
 """Pause after a failed pipeline, growing while Redis stays unusable."""
 
-_counters: dict[int, tuple[CollectorRegistry, Counter]] = {}
+
+class _RegisteredCounter(NamedTuple):
+    registry: CollectorRegistry
+    """Kept, so that an id reused by a later registry is not taken for this one."""
+    counter: Counter
+
+
+_counters: dict[int, _RegisteredCounter] = {}
 _counters_lock = threading.Lock()
 
 
@@ -65,8 +72,8 @@ def dropped_counter(registry: CollectorRegistry | None) -> Counter:
     chosen = registry if registry is not None else prometheus_client.REGISTRY
     with _counters_lock:
         known = _counters.get(id(chosen))
-        if known is not None and known[0] is chosen:
-            return known[1]
+        if known is not None and known.registry is chosen:
+            return known.counter
         counter = Counter(
             "thoughtline_capture_dropped",
             "Captured provider exchanges not published, by reason.",
@@ -75,7 +82,7 @@ def dropped_counter(registry: CollectorRegistry | None) -> Counter:
         )
         for reason in DROP_REASONS:
             counter.labels(reason)
-        _counters[id(chosen)] = (chosen, counter)
+        _counters[id(chosen)] = _RegisteredCounter(chosen, counter)
         return counter
 
 

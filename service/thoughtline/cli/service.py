@@ -352,7 +352,9 @@ def _tail(arguments: argparse.Namespace, settings: Settings, client: redis.Redis
 def _last_entry_id(client: redis.Redis, stream: str) -> str:
     """The newest entry now, resolved once: `$` on every read would skip entries in between."""
     newest = cast(list[tuple[bytes, object]], client.xrevrange(stream, count=1))
-    return newest[0][0].decode() if newest else "0-0"
+    for entry_id, _fields in newest:
+        return entry_id.decode()
+    return "0-0"
 
 
 def run_demo(arguments: argparse.Namespace) -> int:

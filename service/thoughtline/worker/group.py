@@ -28,7 +28,7 @@ without heartbeats, or one frozen that long), its next read adds its name again.
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from redis import exceptions as redis_errors
 
@@ -135,8 +135,17 @@ async def recreate_vanished_group(client: RedisClient, settings: Settings) -> No
         )
 
 
-async def group_state(client: RedisClient, settings: Settings) -> dict[str, Any] | None:
-    """The group's `XINFO GROUPS` entry (`pending`, `lag`, ...), or None if it does not exist."""
+class GroupState(NamedTuple):
+    """What `/readyz` and the lag metrics read of the group (its `XINFO GROUPS` entry)."""
+
+    pending: int
+    """Entries read and not yet acknowledged."""
+    lag: int | None
+    """Entries not yet read (Redis >= 7); None when Redis cannot tell."""
+
+
+async def group_state(client: RedisClient, settings: Settings) -> GroupState | None:
+    """The group's pending entries and lag, or None if it does not exist."""
     try:
         groups = await client.xinfo_groups(settings.input_stream)
     except redis_errors.ResponseError:  # no such stream
@@ -144,8 +153,8 @@ async def group_state(client: RedisClient, settings: Settings) -> dict[str, Any]
     for group in groups:
         name = group["name"]
         if (name.decode() if isinstance(name, bytes) else name) == settings.group:
-            found: dict[str, Any] = group
-            return found
+            lag = group.get("lag")
+            return GroupState(int(group.get("pending") or 0), None if lag is None else int(lag))
     return None
 
 

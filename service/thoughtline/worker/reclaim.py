@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from redis import exceptions as redis_errors
 
@@ -109,10 +109,18 @@ class Reclaimer:
                 return total
 
 
+class ClaimedPage(NamedTuple):
+    """One `XAUTOCLAIM` page: where the next starts, and the entries it claimed."""
+
+    next_cursor: bytes
+    """`0-0` when the scan is through the pending entries."""
+    entries: list[DeliveredEntry]
+
+
 async def claim_idle(
     client: RedisClient, settings: Settings, consumer: str, cursor: bytes, count: int = 1
-) -> tuple[bytes, list[DeliveredEntry]]:
-    """One `XAUTOCLAIM` page: (next cursor, [(entry id, fields, times delivered)]).
+) -> ClaimedPage:
+    """One `XAUTOCLAIM` page, each entry with the times it was delivered.
 
     The delivery counts come from `XPENDING` right after the claim (which counted itself).
     The worker claims one entry at a time: a claim counts a delivery, so an entry that kills
@@ -126,12 +134,13 @@ async def claim_idle(
         start_id=cursor,
         count=count,
     )
-    next_cursor: bytes = response[0]
-    claimed = [(entry_id, fields) for entry_id, fields in response[1] if entry_id is not None]
-    if len(claimed) < len(response[1]):  # Redis 6.2: nil for an entry deleted from the stream
+    next_cursor: bytes
+    next_cursor, page, *_deleted_ids = response  # Redis 7 adds the ids it dropped as deleted
+    claimed = [(entry_id, fields) for entry_id, fields in page if entry_id is not None]
+    if len(claimed) < len(page):  # Redis 6.2: nil for an entry deleted from the stream
         await _acknowledge_deleted(client, settings, consumer, cursor, next_cursor, count)
     if not claimed:
-        return next_cursor, []
+        return ClaimedPage(next_cursor, [])
     async with client.pipeline(transaction=False) as pipeline:
         for entry_id, _ in claimed:
             pipeline.xpending_range(
@@ -142,7 +151,7 @@ async def claim_idle(
     for (entry_id, fields), pending in zip(claimed, pending_lists, strict=True):
         times_delivered = int(pending[0]["times_delivered"]) if pending else 1
         entries.append(DeliveredEntry(entry_id, fields, times_delivered))
-    return next_cursor, entries
+    return ClaimedPage(next_cursor, entries)
 
 
 async def _acknowledge_deleted(
