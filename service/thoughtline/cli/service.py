@@ -28,7 +28,7 @@ import sys
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final, cast
+from typing import Final, NamedTuple, cast
 
 import redis
 
@@ -165,10 +165,10 @@ def _positive(text: str) -> int:
 
 
 def run_export_otlp(arguments: argparse.Namespace) -> int:
-    settings, client = _connect()
-    if client is None:
-        return EXIT_INVALID_SETTINGS if settings is None else 1
-    assert settings is not None
+    connected = _connect()
+    if isinstance(connected, int):
+        return connected
+    settings, client = connected
     _configure_logging(settings)
     from thoughtline.export import command
 
@@ -224,10 +224,10 @@ def run_publish(arguments: argparse.Namespace) -> int:
     if arguments.meta is not None and not _is_json_object(arguments.meta):
         print('thoughtline: --meta must be a JSON object, like \'{"user": "u1"}\'', file=sys.stderr)
         return 1
-    settings, client = _connect()
-    if client is None:
-        return EXIT_INVALID_SETTINGS if settings is None else 1
-    assert settings is not None
+    connected = _connect()
+    if isinstance(connected, int):
+        return connected
+    settings, client = connected
     return _reaching_redis(settings, lambda: _publish(arguments, settings, client))
 
 
@@ -321,10 +321,10 @@ def _read(name: str, limit: int) -> bytes:
 
 
 def run_tail(arguments: argparse.Namespace) -> int:
-    settings, client = _connect()
-    if client is None:
-        return EXIT_INVALID_SETTINGS if settings is None else 1
-    assert settings is not None
+    connected = _connect()
+    if isinstance(connected, int):
+        return connected
+    settings, client = connected
     return _reaching_redis(settings, lambda: _tail(arguments, settings, client))
 
 
@@ -386,14 +386,20 @@ def _os_error(error: OSError) -> str:
     return error.strerror or _one_line(error)
 
 
-def _connect() -> tuple[Settings | None, redis.Redis | None]:
-    """Settings and a client: THOUGHTLINE_REDIS_URL, else the embedded Redis `serve` started."""
+class _Connected(NamedTuple):
+    settings: Settings
+    client: redis.Redis
+
+
+def _connect() -> _Connected | int:
+    """Settings and a client: THOUGHTLINE_REDIS_URL, else the embedded Redis `serve` started.
+    An exit status instead when there are none (invalid settings: said; no Redis: said)."""
     _warn_unknown_variables()
     try:
         settings = load_settings()
     except SettingsError as error:
         _invalid_settings(error)
-        return None, None
+        return EXIT_INVALID_SETTINGS
     url = settings.redis_url or running_url()
     if url is None:
         print(
@@ -401,8 +407,8 @@ def _connect() -> tuple[Settings | None, redis.Redis | None]:
             "in this folder first",
             file=sys.stderr,
         )
-        return settings, None
-    return settings, sync_client(url)
+        return EXIT_REDIS
+    return _Connected(settings, sync_client(url))
 
 
 def _reaching_redis(settings: Settings, command: Callable[[], int]) -> int:
