@@ -23,15 +23,19 @@ def test_the_delay_doubles_up_to_the_longest_and_resets() -> None:
     assert backoff.delay == 0.1
 
 
-def test_wait_sleeps_the_delay_capped_by_at_most_then_doubles(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    slept: list[float] = []
+@pytest.fixture
+def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """What the retry module's sleeps were asked to sleep (they return at once)."""
+    asked: list[float] = []
 
     async def sleep(seconds: float) -> None:
-        slept.append(seconds)
+        asked.append(seconds)
 
     monkeypatch.setattr(retry.asyncio, "sleep", sleep)
+    return asked
+
+
+def test_wait_sleeps_the_delay_capped_by_at_most_then_doubles(slept: list[float]) -> None:
     backoff = Backoff(first=0.4, longest=5.0)
     asyncio.run(backoff.wait())
     asyncio.run(backoff.wait(at_most=0.5))
@@ -51,13 +55,7 @@ def test_fixed_steps_are_taken_in_order_the_last_repeated_and_reset() -> None:
     assert (backoff.first, backoff.longest, backoff.take()) == (0.5, 30.0, 0.5)
 
 
-def test_sleep_waits_the_delay_without_growing_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    slept: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        slept.append(seconds)
-
-    monkeypatch.setattr(retry.asyncio, "sleep", sleep)
+def test_sleep_waits_the_delay_without_growing_it(slept: list[float]) -> None:
     backoff = Backoff(first=0.3, longest=5.0)
     asyncio.run(backoff.sleep())
     asyncio.run(backoff.sleep())
