@@ -13,19 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from thoughtline import api, client, explain
+from thoughtline.contract.partitions import (
+    DEFAULT_CONVERSATION_PREFIX,
+    DEFAULT_DEAD_STREAM,
+    DEFAULT_DELTAS_STREAM,
+    DEFAULT_GROUP,
+    DEFAULT_INPUT_STREAM,
+    DEFAULT_OUTPUT_STREAM,
+)
 from thoughtline.export.consumer import ExportSettings
 from thoughtline.inspection import DEFAULT_REASONING_ONLY_LOOP_LIMIT
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES, check_payload
 from thoughtline.worker.conversations import ConversationStore
-from thoughtline.worker.settings import (
-    DEFAULT_BLOCK_MS,
-    DEFAULT_CONVERSATION_PREFIX,
-    DEFAULT_CONVERSATION_TTL_SECONDS,
-    DEFAULT_DELTAS_STREAM,
-    DEFAULT_INPUT_STREAM,
-    DEFAULT_OUTPUT_STREAM,
-    Settings,
-)
+from thoughtline.worker.settings import DEFAULT_CONVERSATION_TTL_SECONDS, Settings
 
 PACKAGE = Path(api.__file__).resolve().parent
 SETTINGS_MODULES = {"worker/settings.py", "export/consumer.py"}
@@ -144,10 +144,11 @@ def test_the_settings_read_the_constants_of_the_layers_below() -> None:
     fields = Settings.model_fields
     assert fields["max_payload_bytes"].default == DEFAULT_MAX_PAYLOAD_BYTES
     assert fields["reasoning_only_loop_limit"].default == DEFAULT_REASONING_ONLY_LOOP_LIMIT
-    assert fields["block_ms"].default == DEFAULT_BLOCK_MS
     assert fields["input_stream"].default == DEFAULT_INPUT_STREAM
     assert fields["output_stream"].default == DEFAULT_OUTPUT_STREAM
     assert fields["deltas_stream"].default == DEFAULT_DELTAS_STREAM
+    assert fields["dead_stream"].default == DEFAULT_DEAD_STREAM
+    assert fields["group"].default == DEFAULT_GROUP
     assert fields["conversation_prefix"].default == DEFAULT_CONVERSATION_PREFIX
     assert fields["conversation_ttl_seconds"].default == DEFAULT_CONVERSATION_TTL_SECONDS
 
@@ -160,8 +161,6 @@ def test_the_library_functions_default_to_the_settings_values() -> None:
     assert default_of(ConversationStore, "loop_limit") == settings.reasoning_only_loop_limit
     assert default_of(ConversationStore, "prefix") == settings.conversation_prefix
     assert default_of(ConversationStore, "ttl_seconds") == settings.conversation_ttl_seconds
-    for reader in (client.records, client.arecords, client.live_deltas):
-        assert default_of(reader, "block_ms") == settings.block_ms, reader
     assert default_of(client.publish, "stream") == settings.input_stream
     assert default_of(client.records, "stream") == settings.output_stream
     assert default_of(client.live_deltas, "stream") == settings.deltas_stream

@@ -25,6 +25,8 @@ modulo the count) and read records from every partition's output stream. Without
 from __future__ import annotations
 
 import collections
+import importlib
+import importlib.util
 import itertools
 import time
 import weakref
@@ -36,20 +38,25 @@ import msgspec
 import redis
 import redis.asyncio as redis_asyncio
 
-from thoughtline.contract.partitions import BaseNames, Routes, hash_tag, parse_metadata, routing_key
-from thoughtline.contract.record import Delta, EntryKind, FormatName, Record
-from thoughtline.contract.record import decode as decode_record
-from thoughtline.worker.settings import (
-    DEFAULT_BLOCK_MS,
+from thoughtline.contract.partitions import (
     DEFAULT_DELTAS_STREAM,
     DEFAULT_INPUT_STREAM,
     DEFAULT_OUTPUT_STREAM,
+    BaseNames,
+    Routes,
+    hash_tag,
+    parse_metadata,
+    routing_key,
 )
+from thoughtline.contract.record import Delta, EntryKind, FormatName, Record
+from thoughtline.contract.record import decode as decode_record
 
-# The worker's defaults (`THOUGHTLINE_INPUT_STREAM`, `THOUGHTLINE_OUTPUT_STREAM`), defined there.
+# The worker's defaults (`THOUGHTLINE_INPUT_STREAM`, `THOUGHTLINE_OUTPUT_STREAM`).
 INPUT_STREAM: Final = DEFAULT_INPUT_STREAM
 OUTPUT_STREAM: Final = DEFAULT_OUTPUT_STREAM
 DELTAS_STREAM: Final = DEFAULT_DELTAS_STREAM
+READ_BLOCK_MS: Final = 1000
+"""How long the readers (`records`, `arecords`, `live_deltas`) wait in one read for more."""
 
 Payload = bytes | str | Mapping[str, Any]
 
@@ -202,7 +209,7 @@ def records(
     consumer: str,
     stream: str = OUTPUT_STREAM,
     count: int = 100,
-    block_ms: int = DEFAULT_BLOCK_MS,
+    block_ms: int = READ_BLOCK_MS,
     stop_when_idle: bool = False,
 ) -> Iterator[Message]:
     """Records in `group` (created at the stream start if missing), yours pending first."""
@@ -237,7 +244,7 @@ async def arecords(
     consumer: str,
     stream: str = OUTPUT_STREAM,
     count: int = 100,
-    block_ms: int = DEFAULT_BLOCK_MS,
+    block_ms: int = READ_BLOCK_MS,
     stop_when_idle: bool = False,
 ) -> AsyncIterator[AsyncMessage]:
     """`records` for `redis.asyncio`; `await message.ack()`."""
@@ -307,7 +314,7 @@ def live_deltas(
     stream: str = DELTAS_STREAM,
     start: str = "0",
     count: int = 100,
-    block_ms: int = DEFAULT_BLOCK_MS,
+    block_ms: int = READ_BLOCK_MS,
     stop_when_idle: bool = False,
 ) -> Iterator[Delta]:
     """Live deltas from `start` on (`XREAD`: every reader sees all), each with its
@@ -324,6 +331,31 @@ def live_deltas(
             last = _text(entry_id)
             if fields and b"delta" in fields:
                 yield accumulations.add(_DELTA_DECODER.decode(fields[b"delta"]))
+
+
+# --- connections of Thoughtline's own commands ------------------------------------------------
+
+CONNECT_TIMEOUT_SECONDS: Final = 5.0
+
+
+def _no_client_commands() -> dict[str, Any]:
+    """redis-py names its library on every new connection (`CLIENT SETINFO`), and redis-py 7+
+    asks for maintenance notifications (`CLIENT MAINT_NOTIFICATIONS`): a minimal ACL grants
+    no `CLIENT`, and each refusal lands in the ACL log. These options send neither."""
+    options: dict[str, Any] = (
+        {"driver_info": None}  # redis-py 7.2+ (its lib_name / lib_version are deprecated there)
+        if importlib.util.find_spec("redis.driver_info") is not None
+        else {"lib_name": None, "lib_version": None}
+    )
+    if importlib.util.find_spec("redis.maint_notifications") is not None:  # redis-py 7+
+        maintenance = importlib.import_module("redis.maint_notifications")
+        options["maint_notifications_config"] = maintenance.MaintNotificationsConfig(enabled=False)
+    return options
+
+
+NO_CLIENT_COMMANDS: Final = _no_client_commands()
+"""Connection options under which redis-py sends no `CLIENT` command when it connects (the
+worker's connections, and the command line's)."""
 
 
 # --- partitions --------------------------------------------------------------------------------
