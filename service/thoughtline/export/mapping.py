@@ -64,10 +64,6 @@ FINISH_REASONS: Final[Mapping[str, str]] = {
 `other` (a value no table knows) goes out as the provider's own value, which the
 conventions' schema allows beside its enumeration."""
 
-CACHE_CREATION_FIELDS: Final = ("cache_creation_input_tokens", "cacheWriteInputTokens")
-"""Where a provider's usage object counts prompt tokens written to its cache (Anthropic,
-Bedrock; the record's `usage` counts them inside `input_tokens` only)."""
-
 
 @dataclass(frozen=True, slots=True)
 class ContentSwitches:
@@ -261,19 +257,12 @@ def _usage_attributes(record: Record) -> dict[str, AttributeValue]:
 
 
 def _cache_creation(record: Record) -> int | None:
+    """Prompt tokens the response wrote to the provider's cache: the record's `usage` counts
+    them inside `input_tokens` only, so the format's row reads them from `native_usage`."""
     if record.native_usage is None:
         return None
-    try:
-        usage = msgspec.json.decode(record.native_usage)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    if not isinstance(usage, dict):
-        return None
-    for field_name in CACHE_CREATION_FIELDS:
-        count = usage.get(field_name)
-        if isinstance(count, int) and not isinstance(count, bool):
-            return count
-    return None
+    row = registry.FORMATS_BY_NAME.get(record.format)
+    return row.cache_write_tokens(record.native_usage) if row is not None else None
 
 
 def _detection_counts(detections: Sequence[Detection]) -> dict[str, AttributeValue]:

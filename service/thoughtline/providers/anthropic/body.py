@@ -243,3 +243,12 @@ def _read_tool_use(block: _Block, path: str, turn: Turn) -> None:
     arguments = {} if block.input is UNSET or block.input is None else block.input
     arguments = tool_arguments(arguments, f"{path}.input", turn.detections)
     turn.tool_calls.append(ToolCall(id=call_id, name=block.name, arguments=arguments))
+
+
+def cache_write_tokens(native_usage: bytes) -> int | None:
+    """`cache_creation_input_tokens` of a record's `native_usage` (the export's cache-write
+    count); None when absent or not an integer."""
+    try:
+        return msgspec.json.decode(native_usage, type=_Usage).cache_creation_input_tokens
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
