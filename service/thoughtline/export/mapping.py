@@ -123,15 +123,14 @@ def span_of(
     duration_ns = 0
     if isinstance(latency_ms, int | float) and not isinstance(latency_ms, bool) and latency_ms > 0:
         duration_ns = int(latency_ms * 1_000_000)
-    attributes = _attributes(record, meta)
+    gen_ai = _gen_ai_attributes(record, meta)
+    attributes = {**gen_ai, **_record_attributes(record)}
     events = [_detection_event(detection, end_ns) for detection in record.detections]
     if record.kind == "response" and switches.content:
         messages = [output_message(record, switches)]
         attributes["gen_ai.output.messages"] = msgspec.json.encode(messages).decode()
-        details: dict[str, JsonValue] = {
-            key: value for key, value in attributes.items() if key.startswith("gen_ai.")
-        }
-        details["gen_ai.output.messages"] = messages
+        # the details event: the span's gen_ai.* attributes, the messages in structured form
+        details: dict[str, JsonValue] = {**gen_ai, "gen_ai.output.messages": messages}
         events.insert(0, EventData(DETAILS_EVENT, end_ns, details))
     error = None
     if record.finish_reason == "error":
@@ -213,7 +212,8 @@ def opaque_parts(record: Record) -> list[dict[str, JsonValue]]:
     return found
 
 
-def _attributes(record: Record, meta: Mapping[str, Any]) -> dict[str, AttributeValue]:
+def _gen_ai_attributes(record: Record, meta: Mapping[str, Any]) -> dict[str, AttributeValue]:
+    """The span's attributes of the conventions (`gen_ai.*`), which the details event repeats."""
     attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": OPERATION_NAMES.get(record.provider, "chat"),
         "gen_ai.provider.name": PROVIDER_NAMES.get(record.provider, record.provider),
@@ -235,9 +235,16 @@ def _attributes(record: Record, meta: Mapping[str, Any]) -> dict[str, AttributeV
     if finish_reason is not None:
         attributes["gen_ai.response.finish_reasons"] = [finish_reason]
     attributes.update(_usage_attributes(record))
-    attributes["thoughtline.record.id"] = record.id
-    attributes["thoughtline.record.kind"] = record.kind
-    attributes["thoughtline.format"] = record.format
+    return attributes
+
+
+def _record_attributes(record: Record) -> dict[str, AttributeValue]:
+    """The span's attributes of its own (`thoughtline.*`)."""
+    attributes: dict[str, AttributeValue] = {
+        "thoughtline.record.id": record.id,
+        "thoughtline.record.kind": record.kind,
+        "thoughtline.format": record.format,
+    }
     if record.native_finish_reason is not None:
         attributes["thoughtline.native_finish_reason"] = record.native_finish_reason
     attributes.update(_detection_counts(record.detections))
@@ -265,7 +272,16 @@ def _cache_creation(record: Record) -> int | None:
     return row.cache_write_tokens(record.native_usage) if row is not None else None
 
 
-def _detection_counts(detections: Sequence[Detection]) -> dict[str, AttributeValue]:
+_NO_DETECTIONS: Final[Mapping[str, AttributeValue]] = {
+    "thoughtline.leaked_thought.count": 0,
+    "thoughtline.malformed_part.count": 0,
+    "thoughtline.replayed_reasoning.count": 0,
+}
+
+
+def _detection_counts(detections: Sequence[Detection]) -> Mapping[str, AttributeValue]:
+    if not detections:  # most records
+        return _NO_DETECTIONS
     leaked = sum(detection.kind == "leaked_thought" for detection in detections)
     replayed = sum(detection.code == "replayed_reasoning" for detection in detections)
     return {
