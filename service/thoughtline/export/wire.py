@@ -40,6 +40,8 @@ _EVENT_ATTRIBUTE: Final = b"\x1a"
 """Span.Event.attributes (3)."""
 _ENTRY: Final = b"\x0a"
 """Field 1, length-delimited: Resource.attributes, KeyValueList.values, ArrayValue.values."""
+_TAGS: Final = [bytes((number << 3 | 2,)) for number in range(16)]
+"""The tag of a length-delimited field, by field number (below 16: one byte)."""
 _SHORT: Final = 1 << 14
 _LENGTHS: Final = [
     bytes((value,)) if value < 0x80 else bytes((value & 0x7F | 0x80, value >> 7))
@@ -260,9 +262,6 @@ def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited field (wire type 2) with a field number below 16."""
     length = len(payload)
     return _TAGS[number] + (_LENGTHS[length] if length < _SHORT else _varint(length)) + payload
-
-
-_TAGS: Final = [bytes((number << 3 | 2,)) for number in range(16)]
 
 
 def _varint(value: int) -> bytes:
