@@ -29,7 +29,12 @@ from thoughtline.reading.compose import (
     tool_arguments,
 )
 from thoughtline.reading.turn import VisibleTextReading, build_record
-from thoughtline.reading.wire_values import is_filled_string, string_or_none, view_or_detect
+from thoughtline.reading.wire_values import (
+    is_filled_string,
+    probe_view,
+    string_or_none,
+    view_or_detect,
+)
 
 FORMAT: Final = "anthropic"
 PROVIDER: Final = "anthropic"
@@ -204,6 +209,13 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn) -> None:
     turn.visible_text = "".join(visible)
 
 
+def cache_write_tokens(native_usage: bytes) -> int | None:
+    """`cache_creation_input_tokens` of a record's `native_usage` (the export's cache-write
+    count); None when absent or not an integer."""
+    counts = probe_view(native_usage, _Usage)
+    return counts.cache_creation_input_tokens if counts is not None else None
+
+
 def _is_server_block(block_type: Any) -> bool:
     if not isinstance(block_type, str):
         return False
@@ -243,12 +255,3 @@ def _read_tool_use(block: _Block, path: str, turn: Turn) -> None:
     arguments = {} if block.input is UNSET or block.input is None else block.input
     arguments = tool_arguments(arguments, f"{path}.input", turn.detections)
     turn.tool_calls.append(ToolCall(id=call_id, name=block.name, arguments=arguments))
-
-
-def cache_write_tokens(native_usage: bytes) -> int | None:
-    """`cache_creation_input_tokens` of a record's `native_usage` (the export's cache-write
-    count); None when absent or not an integer."""
-    try:
-        return msgspec.json.decode(native_usage, type=_Usage).cache_creation_input_tokens
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
