@@ -18,4 +18,5 @@ ROW: Final = Format(
     replay_parts=replay.PARTS,
     shape=shape.PROBES,
     opaque_values=replay.opaque_values,
+    cache_write_tokens=body.cache_write_tokens,
 )
