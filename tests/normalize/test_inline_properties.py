@@ -20,8 +20,8 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from thoughtline.reasoning.dialects import DIALECTS, TOOL_CALL_MARKERS, Dialect
+from thoughtline.reasoning.incremental import IncrementalExtractor, extract_chunks
 from thoughtline.reasoning.results import InlineExtraction, RemovedSpan
-from thoughtline.reasoning.scanner import IncrementalExtractor, extract_chunks
 from thoughtline.reasoning.shortcuts import extract
 
 MARKERS = sorted(

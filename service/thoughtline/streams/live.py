@@ -66,7 +66,7 @@ from thoughtline.reading.compose import leaked
 from thoughtline.reading.payload import meta_object, require_utf8
 from thoughtline.reading.turn import may_carry_thought_label
 from thoughtline.reasoning.dialects import DIALECTS, TOOL_CALL_MARKERS
-from thoughtline.reasoning.scanner import IncrementalExtractor
+from thoughtline.reasoning.incremental import IncrementalExtractor
 from thoughtline.streams.base import Assembly, Chunk, Piece, StreamRun
 from thoughtline.streams.framing import frame_piece
 from thoughtline.streams.prompt_reasoning import opens_in_prompt
