@@ -390,14 +390,14 @@ import importlib
 import json
 
 from thoughtline.reasoning import (
-    dialects, incremental, markers, scanner, search, shortcuts, sinks
+    code_context, dialects, incremental, markers, scanner, search, shortcuts, sinks
 )
 
 # A dialect whose markers start with a character no other marker starts with, added to the
 # table; everything compiled from the table is compiled anew, in the order of the imports.
 new = dialects.Dialect("test", "token", ("⟦think⟧",), ("⟦/think⟧",))
 dialects.DIALECTS = (*dialects.DIALECTS, new)
-for module in (markers, search, sinks, scanner, incremental, shortcuts):
+for module in (markers, search, sinks, code_context, scanner, incremental, shortcuts):
     importlib.reload(module)
 extract, extract_chunks = shortcuts.extract, incremental.extract_chunks
 

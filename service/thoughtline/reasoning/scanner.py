@@ -30,6 +30,9 @@ The rules (docs/inline-reasoning.md has them in full, with examples):
   leaves one space where it would glue two non-space characters, and content is trimmed at its
   ends when anything was removed.
 
+The scanner stands on its place in the text (`cursor.py`) and on the steps at a code run
+(`code_context.py`); text that arrives in pieces is fed to it by `incremental.py`.
+
 Time is linear in the text on every input: markers are found by one pattern per first
 character, each searched again only once the scan has passed its last match (a text with no
 candidate character costs one scan), each backtick run is paired at most once, and a live
@@ -38,20 +41,19 @@ stream that must wait re-scans only after what is waiting has doubled.
 
 from __future__ import annotations
 
-import bisect
 import re
 from typing import Literal
 
 from thoughtline.contract.record import DialectName
+from thoughtline.reasoning.code_context import CodeContext
+from thoughtline.reasoning.cursor import NeedMoreTextError
 from thoughtline.reasoning.dialects import Dialect
 from thoughtline.reasoning.markers import (
     ATTRIBUTE_OPENERS,
-    BACKTICK_RUN,
     CANDIDATE,
     CLOSER,
     CLOSER_KEYS,
     CODE_START,
-    FENCED_LINES,
     LINE_BREAKS,
     LONGEST_MARKER,
     LONGEST_PHRASE,
@@ -78,34 +80,25 @@ from thoughtline.reasoning.search import (
     BLOCK_END_SEARCH,
     TEXT_SEARCH,
     SearchState,
-    closing_fence,
     find_marker,
 )
 from thoughtline.reasoning.sinks import ContentSink, ThinkingSink
 
-
-class _NeedMoreTextError(Exception):
-    """A decision at the current position needs text that has not arrived yet."""
-
-
-_Mode = Literal["text", "block", "fence"]
-
-
 _Stage = Literal["label", "phrase", "scan"]
 
 
-class Scanner:
+class Scanner(CodeContext):
     """The one scanner. `run(text, final)` scans `text`, which continues where the last run
     stopped, and returns how much of it was decided; steps are atomic, so a step that needs
     more text changes nothing and is tried again on the next run."""
 
     def __init__(self, *, thought_label: bool) -> None:
+        super().__init__()
         self.content = ContentSink()
         self.thinking = ThinkingSink()
         self.detections: list[InlineDetection] = []
         self.spans: list[RemovedSpan] = []
         self._stage: _Stage = "label" if thought_label else "phrase"
-        self._mode: _Mode = "text"
         self._undecided = True  # no delimiter yet: an orphan closer may still claim the text
         self._held_raw: list[tuple[str, int]] = []
         self._held_spans: list[RemovedSpan] = []
@@ -118,18 +111,9 @@ class Scanner:
         self._framed_dialects: set[DialectName] = set()  # dialects whose wrapper was removed
         self._block: Dialect | None = None
         self._block_start = 0
-        self._fence_character = ""
-        self._fence_length = 0
-        # spaces since the last line break; None: the line has other text before
-        self._line_indent: int | None = 0
-        self._base = 0
-        self._text = ""
-        self._position = 0
         self._text_from = 0
         self._found: dict[int, SearchState] = {}
         self._next_match_at: dict[str, int] = {}
-        self._final = False
-        self._backticks: dict[int, list[int]] | None = None
         self.finished = False
 
     # the driver ---------------------------------------------------------------------------
@@ -152,7 +136,7 @@ class Scanner:
                     self._in_fence()
                 else:
                     self._in_text()
-        except _NeedMoreTextError:
+        except NeedMoreTextError:
             pass
         if self._mode != "block":
             self._flush_text()
@@ -163,25 +147,6 @@ class Scanner:
         if final:
             self._finish()
         return consumed
-
-    def _note_line_state(self, text: str, consumed: int) -> None:
-        line_break = text.rfind("\n", 0, consumed)
-        start = line_break + 1 if line_break >= 0 else 0
-        if consumed - start > 3:
-            self._line_indent = None
-            return
-        tail = text[start:consumed]
-        if tail.strip(" "):
-            self._line_indent = None
-        elif line_break >= 0:
-            self._line_indent = len(tail)
-        elif self._line_indent is not None:
-            indent = self._line_indent + len(tail)
-            self._line_indent = indent if indent <= 3 else None
-
-    def _need(self, available: bool) -> None:
-        if not available and not self._final:
-            raise _NeedMoreTextError
 
     # the start of the text ----------------------------------------------------------------
 
@@ -256,7 +221,7 @@ class Scanner:
             start = match.start()
             if not final and len(text) - start < LONGEST_MARKER:
                 self._emit_up_to(start)
-                raise _NeedMoreTextError
+                raise NeedMoreTextError
             self._position = start  # the text before the marker stays as it is
             first = text[start]
             if first in "`~" and self._skip_fenced_lines(start):
@@ -269,24 +234,6 @@ class Scanner:
                 self._marker(match)
             if self._mode != "text" or self._position >= len(text):
                 return
-
-    def _skip_fenced_lines(self, start: int) -> bool:
-        """At a code run that begins a line: skip, in one regex call, the complete fenced
-        blocks and candidate-free lines from that line on (they are text, as the walk below
-        would find one fence at a time). False when nothing complete lies past the run."""
-        text = self._text
-        line_start = start
-        while line_start > 0 and start - line_start < 3 and text[line_start - 1] == " ":
-            line_start -= 1
-        if line_start > 0 and text[line_start - 1] != "\n":
-            return False
-        if line_start == 0 and self._line_indent != 0:  # the line began in an earlier run
-            return False
-        skipped = FENCED_LINES.match(text, line_start)
-        if skipped is None or skipped.end() <= start:
-            return False
-        self._position = skipped.end()
-        return True
 
     def _safe_end(self, position: int) -> int:
         """Where text with no marker may be emitted up to: all of it, or (live) up to a
@@ -301,13 +248,8 @@ class Scanner:
         if angle >= 0 and UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
             end = angle
         if end == position:
-            raise _NeedMoreTextError
+            raise NeedMoreTextError
         return end
-
-    def _emit_up_to(self, end: int) -> None:
-        """Text up to `end` stays as it is; it is written out in one piece when something
-        else happens (`_flush_text`), so a run of code spans costs no writes of its own."""
-        self._position = max(self._position, end)
 
     def _flush_text(self) -> None:
         if self._position > self._text_from:
@@ -350,9 +292,6 @@ class Scanner:
             if matched.startswith(wrapper):
                 return Marker("wrapper", dialect)
         return None
-
-    def _literal(self, end: int) -> None:
-        self._position = end
 
     def _opener(self, match: re.Match[str], dialect: Dialect) -> None:
         self._flush_text()
@@ -486,99 +425,7 @@ class Scanner:
         )
         self._skip_to(match.end())
 
-    # code ---------------------------------------------------------------------------------
-
-    def _backtick_run(self, match: re.Match[str]) -> None:
-        text, start, end = self._text, match.start(), match.end()
-        if end == len(text) and not self._final:
-            raise _NeedMoreTextError  # the run may go on
-        length = end - start
-        if length >= 3 and self._at_line_start(start):
-            line_end = text.find("\n", end)
-            self._need(line_end >= 0)
-            rest_of_line = text[end : line_end if line_end >= 0 else len(text)]
-            if "`" not in rest_of_line:
-                self._open_fence("`", length, line_end)
-                return
-        if self._final:
-            # Most spans close with the next run: one look, no table. Only a run with no
-            # partner there builds the table (once), so runs that never pair stay linear.
-            at = text.find("`", end)
-            if at < 0:  # no partner: the run is literal text
-                self._position = end
-                return
-            run = BACKTICK_RUN.match(text, at)
-            if run is not None and run.end() - at == length:
-                self._position = run.end()
-                return
-        partner = self._next_backtick_run(length, end)
-        if partner < 0:  # no partner: the run is literal text
-            self._literal(end)
-            return
-        self._literal(partner + length)
-
-    def _next_backtick_run(self, length: int, start: int) -> int:
-        """Where the next run of exactly `length` backticks starts, or -1 (final) when none."""
-        if self._final:
-            if self._backticks is None:
-                self._backticks = {}
-                for run in BACKTICK_RUN.finditer(self._text, start):
-                    self._backticks.setdefault(run.end() - run.start(), []).append(run.start())
-            positions = self._backticks.get(length, [])
-            index = bisect.bisect_left(positions, start)
-            return positions[index] if index < len(positions) else -1
-        for run in BACKTICK_RUN.finditer(self._text, start):
-            if run.end() == len(self._text):
-                break  # a run at the end may still grow
-            if run.end() - run.start() == length:
-                return run.start()
-        raise _NeedMoreTextError
-
-    def _tilde_run(self, match: re.Match[str]) -> None:
-        text, start, end = self._text, match.start(), match.end()
-        self._need(end < len(text))
-        if self._at_line_start(start):
-            line_end = text.find("\n", end)
-            self._need(line_end >= 0)
-            self._open_fence("~", end - start, line_end)
-            return
-        self._literal(end)
-
-    def _at_line_start(self, position: int) -> bool:
-        """Whether only up to three spaces stand between a line break and `position`."""
-        text, start = self._text, position
-        while start > 0 and position - start < 4 and text[start - 1] == " ":
-            start -= 1
-        indent = position - start
-        if indent > 3:
-            return False
-        if start == 0:
-            return self._line_indent is not None and self._line_indent + indent <= 3
-        return text[start - 1] == "\n"
-
-    def _open_fence(self, character: str, length: int, line_end: int) -> None:
-        end = line_end + 1 if line_end >= 0 else len(self._text)
-        self._literal(end)
-        self._mode = "fence"
-        self._fence_character, self._fence_length = character, length
-
-    def _in_fence(self) -> None:
-        text, position = self._text, self._position
-        closing = closing_fence(text, position, self._fence_character, self._fence_length)
-        if closing is not None:
-            line_start, end = closing
-            if end == len(text) and not self._final:
-                self._emit_up_to(line_start)
-                raise _NeedMoreTextError
-            self._literal(end)
-            self._mode = "text"
-            return
-        if self._final:
-            self._literal(len(text))
-            return
-        last_line = text.rfind("\n", position) + 1
-        self._emit_up_to(max(last_line, position))
-        raise _NeedMoreTextError
+    # code runs: the steps of `code_context.CodeContext`, which the scanner stands on
 
     # inside a block -----------------------------------------------------------------------
 
@@ -597,7 +444,7 @@ class Scanner:
                 if angle >= 0 and UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
                     safe_end = angle
             self._think_up_to(safe_end)
-            raise _NeedMoreTextError
+            raise NeedMoreTextError
         if marker_key(match.group(), dialect.kind) in CLOSER_KEYS[dialect.name]:
             self._think_up_to(match.start())
             self._position = match.end()
