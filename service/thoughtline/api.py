@@ -227,7 +227,11 @@ def _is_recorded_stream(body: bytes, refusal: NormalizeError) -> bool:
     The one-event case is decided here, after the refusal, and not before reading: asking
     every body whether it is a stream event (`is_stream_event`, a decode of its top-level
     shape) costs 18-24% of `normalize`'s own time per body of every format
-    (bench/stream_probe.py), paid on the usual path for a payload that is rare."""
+    (bench/stream_probe.py), paid on the usual path for a payload that is rare. No cheaper
+    test decides it exactly: the member that names an event may stand anywhere in the object
+    (recordings often sort their keys), so a look at the first bytes misses real events, and
+    a search of the whole body for every event name costs more than the read itself
+    (bench/stream_probe.py --gates)."""
     if holds_several_chunks(body):
         return True
     return refusal.reason == "invalid_payload" and is_stream_event(body)
