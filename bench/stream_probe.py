@@ -52,7 +52,10 @@ def cpu_seconds(work: Callable[[bytes], object], bodies: Sequence[bytes], rounds
     return time.process_time() - start
 
 
-def probe_fraction(format_name: str, repeat: int, rounds: int) -> float:
+def probe_fraction(
+    format_name: str, repeat: int, rounds: int, probe: Callable[[bytes], bool] = is_stream_event
+) -> float:
+    """`probe`'s CPU time over the format's bodies, as a fraction of `normalize`'s."""
     bodies = payloads.bodies(format_name)
 
     def normalize(body: bytes) -> object:
@@ -61,7 +64,7 @@ def probe_fraction(format_name: str, repeat: int, rounds: int) -> float:
     fractions = []
     for _ in range(repeat):
         read = cpu_seconds(normalize, bodies, rounds)
-        probed = cpu_seconds(is_stream_event, bodies, rounds)
+        probed = cpu_seconds(probe, bodies, rounds)
         fractions.append(probed / read)
     return statistics.median(fractions)
 
@@ -97,21 +100,6 @@ def needles_gate(body: bytes) -> bool:
     return b"\\u" in body or any(name in body for name in _EVENT_NAMES)
 
 
-def gate_fraction(
-    gate: Callable[[bytes], bool], format_name: str, repeat: int, rounds: int
-) -> float:
-    bodies = payloads.bodies(format_name)
-
-    def normalize(body: bytes) -> object:
-        return thoughtline.normalize(body, format_name)
-
-    fractions = []
-    for _ in range(repeat):
-        read = cpu_seconds(normalize, bodies, rounds)
-        fractions.append(cpu_seconds(gate, bodies, rounds) / read)
-    return statistics.median(fractions)
-
-
 def recorded_events(folder: Path) -> list[bytes]:
     """Every chunk of the recordings below `folder` that is one stream event."""
     found = []
@@ -140,7 +128,7 @@ def gates(repeat: int, rounds: int) -> None:
             missed = sum(not gate(event) for event in found)
             print(f"{name}: misses {missed} of {len(found)} stream events of the {where}")
         for format_name in KNOWN_FORMATS:
-            fraction = gate_fraction(gate, format_name, repeat, rounds)
+            fraction = probe_fraction(format_name, repeat, rounds, gate)
             print(f"  {format_name:<18} {name} / normalize = {fraction:.3f}")
 
 
