@@ -25,7 +25,7 @@ from collections.abc import Iterable
 import msgspec
 
 from thoughtline.contract.errors import ReplayError
-from thoughtline.contract.record import KNOWN_FORMATS, Record
+from thoughtline.contract.record import KNOWN_FORMATS, FormatName, Record, is_format_name
 from thoughtline.reasoning.results import REASONING_IN_TEXT_CODES
 from thoughtline.replay import rebuild
 from thoughtline.replay.messages import native_message, read_message
@@ -48,7 +48,7 @@ class ReplayNote(msgspec.Struct, frozen=True):
     """Something of a record that the history leaves out (or, for ids, adds), and why."""
 
     record_id: str
-    record_format: str
+    record_format: FormatName
     path: str
     """Into the record: `replay_parts[2]`, `replay_parts[0].reasoning_content`, `thinking`."""
     reason: NoteReason
@@ -67,7 +67,7 @@ class ReplayTurn(msgspec.Struct, frozen=True):
 
 
 class History(msgspec.Struct):
-    format: str
+    format: FormatName
     turns: list[ReplayTurn]
     notes: list[ReplayNote]
 
@@ -90,7 +90,7 @@ def build_history(
     back on every turn, not only on turns that called tools: for a request that asks the
     provider to keep earlier reasoning (GLM's preserved thinking, `clear_thinking: false`).
     """
-    if to not in KNOWN_FORMATS:
+    if not is_format_name(to):
         raise ReplayError(f"unknown target format {to!r}; known: {', '.join(KNOWN_FORMATS)}")
     history = History(format=to, turns=[], notes=[])
     listed = list(records)
