@@ -18,12 +18,12 @@ setting pays; the standard library and msgspec keep their installed bytecode eit
 2026-12-02, a 2-core machine shared with six other jobs (CPU time added to `python -c pass`):
 before the service commands were split off, `--version` +0.89 s and `normalize small.json`
 +0.84 s; after, +0.16 s and +0.33 s (the package compiled from source in every run, as
---no-bytecode-cache does now). Later that day, the machine under a load of 9-12, this script
-and the version before run one after the other, `--version` / `normalize small.json`:
-bytecode cached +0.072 s / +0.078 s (before: +0.070 s / +0.119 s); --no-bytecode-cache
-+0.074 s / +0.133 s (before: +0.073 s / +0.178 s). `normalize` no longer loads the version
-lookup, the request check or the history engine, and compiles only the block patterns of the
-dialects its text holds (tests/cli/test_fast_start.py).
+--no-bytecode-cache does now). Later that day, the machine under a load of 3, this script
+run on this version and on the version before, one after the other, `--version` /
+`normalize small.json`: bytecode cached +0.064 s / +0.073 s (before: +0.065 s / +0.112 s);
+--no-bytecode-cache +0.065 s / +0.121 s (before: +0.064 s / +0.159 s). `normalize` no longer
+loads the version lookup, the request check or the history engine, and compiles only the block
+patterns of the dialects its text holds (tests/cli/test_fast_start.py).
 """
 
 from __future__ import annotations
