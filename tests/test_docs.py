@@ -84,3 +84,26 @@ def test_the_python_example_of_the_streams_page_runs() -> None:
     record, deltas = names["record"], names["deltas"]
     assert getattr(record, "id", None) == "req-42"
     assert isinstance(deltas, list) and len(deltas) > 1
+
+
+REPOSITORY_PATH = re.compile(r"`((?:service|tests|bench|schemas|helm)/[^`\s]+|docs/[^`\s/]+)`")
+"""`docs/` one level deep only: a deeper one is another project's (the OpenTelemetry
+conventions' `docs/gen-ai/...`)."""
+
+
+def named_repository_paths(page: Path) -> list[str]:
+    """The repository paths a page names in code spans (`tests/security/...`), code blocks
+    aside; a pattern with `<...>` or `*` stands for many files and is left out."""
+    text = FENCE.sub("", page.read_text())
+    return [
+        path
+        for path in REPOSITORY_PATH.findall(text)
+        if "<" not in path and "*" not in path
+    ]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_repository_path_a_page_names_exists(page: Path) -> None:
+    # A renamed test or module leaves no broken link behind, only a path in a code span.
+    missing = [path for path in named_repository_paths(page) if not (ROOT / path).exists()]
+    assert missing == [], f"{page.name}: names paths that do not exist {missing}"
