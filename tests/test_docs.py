@@ -95,11 +95,7 @@ def named_repository_paths(page: Path) -> list[str]:
     """The repository paths a page names in code spans (`tests/security/...`), code blocks
     aside; a pattern with `<...>` or `*` stands for many files and is left out."""
     text = FENCE.sub("", page.read_text())
-    return [
-        path
-        for path in REPOSITORY_PATH.findall(text)
-        if "<" not in path and "*" not in path
-    ]
+    return [path for path in REPOSITORY_PATH.findall(text) if "<" not in path and "*" not in path]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
