@@ -3,6 +3,7 @@ leads to a page that exists and, where it names a heading, to that heading."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -84,3 +85,60 @@ def test_the_python_example_of_the_streams_page_runs() -> None:
     record, deltas = names["record"], names["deltas"]
     assert getattr(record, "id", None) == "req-42"
     assert isinstance(deltas, list) and len(deltas) > 1
+
+
+REPOSITORY_PATH = re.compile(r"`((?:service|tests|bench|schemas|helm)/[^`\s]+|docs/[^`\s/]+)`")
+"""`docs/` one level deep only: a deeper one is another project's (the OpenTelemetry
+conventions' `docs/gen-ai/...`)."""
+
+
+def named_repository_paths(page: Path) -> list[str]:
+    """The repository paths a page names in code spans (`tests/security/...`), code blocks
+    aside; a pattern with `<...>` or `*` stands for many files and is left out."""
+    text = FENCE.sub("", page.read_text())
+    return [path for path in REPOSITORY_PATH.findall(text) if "<" not in path and "*" not in path]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_repository_path_a_page_names_exists(page: Path) -> None:
+    # A renamed test or module leaves no broken link behind, only a path in a code span.
+    missing = [path for path in named_repository_paths(page) if not (ROOT / path).exists()]
+    assert missing == [], f"{page.name}: names paths that do not exist {missing}"
+
+
+PYTHON_NAME = re.compile(r"`(thoughtline(?:\.\w+)+)")
+PACKAGE = ROOT / "service" / "thoughtline"
+
+
+def named_python_objects(page: Path) -> list[str]:
+    """The dotted names a page gives in code spans that start with a module of the package
+    (`thoughtline.client.records`); others (`thoughtline.record.id`, a span attribute of the
+    OTLP export) are no Python names."""
+    names = []
+    for name in PYTHON_NAME.findall(page.read_text()):
+        module = name.split(".")[1]
+        if (PACKAGE / module).is_dir() or (PACKAGE / f"{module}.py").is_file():
+            names.append(name)
+    return names
+
+
+def resolves(name: str) -> bool:
+    parts = name.split(".")
+    for count in range(len(parts), 1, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:count]))
+        except ImportError:
+            continue
+        for attribute in parts[count:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_python_name_a_page_gives_exists(page: Path) -> None:
+    # A function moved to another module leaves the page naming one that is not there.
+    missing = [name for name in named_python_objects(page) if not resolves(name)]
+    assert missing == [], f"{page.name}: names Python objects that do not exist {missing}"

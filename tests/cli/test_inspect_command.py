@@ -96,3 +96,18 @@ def test_publish_kind_has_help() -> None:
     publish = build_parser()._subparsers._group_actions[0].choices["publish"]  # type: ignore[union-attr]
     kind = next(action for action in publish._actions if action.dest == "kind")
     assert kind.help and "request" in kind.help and "inspect" in kind.help
+
+
+@pytest.mark.parametrize(
+    ("command", "body"),
+    [("normalize", {"x": 1}), ("inspect", {"x": 1})],
+    ids=["response", "request"],
+)
+def test_an_unknown_shape_is_told_to_pass_the_flag_the_command_has(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], command: str, body: object
+) -> None:
+    path = write(tmp_path, "odd.json", body)
+    assert main([command, str(path)]) == 1
+    error = capsysbinary.readouterr().err.decode()
+    assert error.startswith(f"thoughtline: {path}: unknown_format: ")
+    assert error.rstrip().endswith("pass --format"), error

@@ -172,3 +172,35 @@ def test_the_dashboard_ships_in_a_labelled_config_map() -> None:
     assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert config_map["metadata"]["namespace"] == "monitoring"
     assert json.loads(config_map["data"]["thoughtline.json"]) == chart.dashboard()
+
+
+def panels_by_row(board: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The panels under each row, as Grafana lays them out: a panel belongs to the last row
+    above it."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    current: list[dict[str, Any]] = []
+    for panel in sorted(board["panels"], key=lambda p: (p["gridPos"]["y"], p["gridPos"]["x"])):
+        if panel["type"] == "row":
+            current = rows.setdefault(panel["title"], [])
+        else:
+            current.append(panel)
+    return rows
+
+
+def test_each_panel_sits_in_the_row_of_its_metrics() -> None:
+    misplaced = []
+    for row, panels in panels_by_row(chart.dashboard()).items():
+        for panel in panels:
+            expressions = " ".join(target["expr"] for target in panel.get("targets", []))
+            faststream = "faststream_" in expressions
+            live = "thoughtline_live_" in expressions
+            if faststream != (row == "FastStream") or live != (row == "Live streams"):
+                misplaced.append(f"{panel['title']} (in {row})")
+    assert misplaced == []
+
+
+def test_the_operate_page_describes_every_row() -> None:
+    page = (chart.ROOT / "docs" / "operate.md").read_text()
+    section = page.split("## Dashboard", 1)[1].split("\n## ", 1)[0]
+    described = re.findall(r"^- \*\*(.+?):\*\*", section, re.M)
+    assert described == list(panels_by_row(chart.dashboard()))

@@ -4,7 +4,7 @@
     thoughtline normalize --explain FILE...         what inline extraction took out, and why
     thoughtline inspect [--format F] [FILE...]     the request check offline, one record per file
     thoughtline replay --to F RECORDS.jsonl        the next-turn history from records
-    thoughtline schema [--write DIR]               the JSON Schemas of entry and record
+    thoughtline schema [--write DIR]               the JSON Schemas (entry, record, ...)
     thoughtline partitions [--json]                where the partitions live, their lag
     thoughtline serve | publish | tail | demo       the service (see thoughtline.cli.service)
     thoughtline --version                          the installed version
@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from thoughtline.cli.names import SERVICE_COMMANDS
+from thoughtline.cli.names import SERVICE_COMMANDS, naming_the_flag
 from thoughtline.contract import schema as schema_module
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError
 from thoughtline.contract.record import KNOWN_FORMATS, encode
@@ -185,7 +185,10 @@ def _add_inspect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 def _add_schema(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     command = subparsers.add_parser("schema", help="print or write the JSON Schemas")
     command.add_argument(
-        "--write", type=Path, metavar="DIR", help="write entry/record schema files into DIR"
+        "--write",
+        type=Path,
+        metavar="DIR",
+        help="write the entry, live-entry, record and delta schema files into DIR",
     )
     command.set_defaults(command=run_schema)
 
@@ -259,7 +262,9 @@ def run_normalize(arguments: argparse.Namespace) -> int:
             sys.stdout.buffer.flush()
         except NormalizeError as error:
             hint = _request_hint(payload) if arguments.kind == "response" else ""
-            print(f"thoughtline: {name}: {_one_line(error)}{hint}", file=sys.stderr)
+            print(
+                f"thoughtline: {name}: {_one_line(naming_the_flag(error))}{hint}", file=sys.stderr
+            )
             status = 1
         except OSError as error:
             print(f"thoughtline: {name}: {_one_line(error)}", file=sys.stderr)

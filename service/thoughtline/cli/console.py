@@ -53,7 +53,7 @@ def describe_record(entry_id: bytes, record: Record) -> str:
         f"model={record.model or '-'}",
         f"finish={record.finish_reason or '-'}",
         f"tokens(in/out/reasoning)={tokens}",
-        f"thinking={len(record.thinking or '')}ch",
+        f"thinking={'-' if record.thinking is None else f'{len(record.thinking)}ch'}",
     ]
     if record.tool_calls:
         parts.append("tools=" + ",".join(call.name for call in record.tool_calls))

@@ -1,9 +1,13 @@
 """The service commands' names and one-line help: what `thoughtline --help` lists without
-importing the service side (the worker, Redis, FastStream) that only these commands need."""
+importing the service side (the worker, Redis, FastStream) that only these commands need;
+and the flag a command names where the library advises passing a format."""
 
 from __future__ import annotations
 
+import re
 from typing import Final
+
+from thoughtline.contract.errors import NormalizeError, UnknownFormatError
 
 SERVICE_COMMANDS: Final = {
     "serve": "run one worker (scale with processes)",
@@ -13,3 +17,12 @@ SERVICE_COMMANDS: Final = {
     "asyncapi": "print or write the AsyncAPI document",
     "export": "send records to tracing tools",
 }
+
+_PASS_THE_FORMAT = re.compile(r"pass the format( explicitly)?$")
+
+
+def naming_the_flag(error: NormalizeError) -> NormalizeError:
+    """The library's "pass the format" advice, as the command line takes it: `--format`."""
+    if not isinstance(error, UnknownFormatError):
+        return error
+    return UnknownFormatError(_PASS_THE_FORMAT.sub("pass --format", error.message))

@@ -33,7 +33,7 @@ from typing import Final, NamedTuple, cast
 import redis
 
 from thoughtline.cli import console
-from thoughtline.cli.names import SERVICE_COMMANDS
+from thoughtline.cli.names import SERVICE_COMMANDS, naming_the_flag
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
 from thoughtline.contract.record import KNOWN_FORMATS
 from thoughtline.export.consumer import ExportSettings
@@ -305,8 +305,7 @@ def _detected_format(payload: bytes) -> str | None:
     try:
         return detect_format(body)
     except UnknownFormatError as error:  # a format given by hand helps here, and only here
-        message = error.message.replace("pass the format explicitly", "pass --format")
-        raise NormalizeError(error.reason, message) from None
+        raise naming_the_flag(error) from None
 
 
 def _read(name: str, limit: int) -> bytes:
