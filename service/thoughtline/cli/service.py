@@ -36,16 +36,12 @@ from thoughtline.cli import console
 from thoughtline.cli.names import SERVICE_COMMANDS, naming_the_flag
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
 from thoughtline.contract.record import KNOWN_FORMATS
+from thoughtline.embedded_url import DEFAULT_DATA_DIR, running_url
 from thoughtline.export.consumer import ExportSettings
 from thoughtline.providers.detection import detect_format, looks_like_stream
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
-from thoughtline.worker.embedded import (
-    DEFAULT_DATA_DIR,
-    EmbeddedRedis,
-    join_or_start,
-    running_url,
-)
+from thoughtline.worker.embedded import EmbeddedRedis, join_or_start
 from thoughtline.worker.settings import (
     Settings,
     SettingsError,
