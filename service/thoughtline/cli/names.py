@@ -1,6 +1,7 @@
 """The service commands' names and one-line help: what `thoughtline --help` lists without
 importing the service side (the worker, Redis, FastStream) that only these commands need;
-and the flag a command names where the library advises passing a format."""
+the flag a command names where the library advises passing a format; and the reason a file
+that cannot be read is given, so every command says it as `FILE: REASON: message`."""
 
 from __future__ import annotations
 
@@ -26,3 +27,14 @@ def naming_the_flag(error: NormalizeError) -> NormalizeError:
     if not isinstance(error, UnknownFormatError):
         return error
     return UnknownFormatError(_PASS_THE_FORMAT.sub("pass --format", error.message))
+
+
+UNREADABLE: Final = "unreadable"
+"""The reason of a file that cannot be opened or read (missing, a folder, no permission)."""
+
+
+def unreadable(error: OSError) -> str:
+    """`unreadable: no such file or directory`: the `REASON: message` part of the line for a
+    file the system would not read (the command names the file once, before it)."""
+    reason = error.strerror or " ".join(str(error).split())
+    return f"{UNREADABLE}: {reason[:1].lower()}{reason[1:]}"

@@ -33,7 +33,7 @@ from typing import Final, NamedTuple, cast
 import redis
 
 from thoughtline.cli import console
-from thoughtline.cli.names import SERVICE_COMMANDS, naming_the_flag
+from thoughtline.cli.names import SERVICE_COMMANDS, naming_the_flag, unreadable
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
 from thoughtline.contract.record import KNOWN_FORMATS
 from thoughtline.embedded_url import DEFAULT_DATA_DIR, running_url
@@ -247,7 +247,8 @@ def _publish(arguments: argparse.Namespace, settings: Settings, client: redis.Re
             try:
                 fields = _entry_for_file(name, arguments, settings)
             except (NormalizeError, OSError) as error:
-                print(f"thoughtline: {name}: {_one_line(error)}", file=sys.stderr)
+                reason = unreadable(error) if isinstance(error, OSError) else _one_line(error)
+                print(f"thoughtline: {name}: {reason}", file=sys.stderr)
                 status = 1
                 continue
             target = input_stream(partitions, settings.input_stream, fields)
