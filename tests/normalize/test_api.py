@@ -64,6 +64,27 @@ def test_oversize_payload_is_refused_before_decoding() -> None:
     assert caught.value.reason == "too_large"
 
 
+def test_deltas_take_the_same_payload_cap_as_normalize() -> None:
+    """`deltas` refuses what `normalize` refuses, with the same default (and checks it)."""
+    import inspect
+
+    from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
+
+    stream = b'data: {"candidates":[{"content":{"parts":[{"text":"hi"}]}}]}\n\n' * 100
+    with pytest.raises(NormalizeError) as caught:
+        thoughtline.deltas(stream, "gemini", max_payload_bytes=len(stream) - 1)
+    assert caught.value.reason == "too_large"
+    assert thoughtline.deltas(stream, "gemini", max_payload_bytes=len(stream))
+    with pytest.raises(NormalizeError) as caught:
+        thoughtline.deltas(b"{" * 2000, max_payload_bytes=1000)  # would be not_json if read
+    assert caught.value.reason == "too_large"
+    defaults = [
+        inspect.signature(function).parameters["max_payload_bytes"].default
+        for function in (thoughtline.normalize, thoughtline.deltas)
+    ]
+    assert defaults == [DEFAULT_MAX_PAYLOAD_BYTES] * 2
+
+
 def test_unknown_format_name_is_refused_with_the_known_list() -> None:
     with pytest.raises(thoughtline.UnknownFormatError, match="gemini"):
         thoughtline.normalize(GEMINI, "palm")
