@@ -19,7 +19,7 @@ SERVICE_COMMANDS: Final = {
     "export": "send records to tracing tools",
 }
 
-_PASS_THE_FORMAT = re.compile(r"pass the format( explicitly)?$")
+_PASS_THE_FORMAT = re.compile(r"pass the format explicitly$")
 
 
 def naming_the_flag(error: NormalizeError) -> NormalizeError:
