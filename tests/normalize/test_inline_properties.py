@@ -648,7 +648,7 @@ SPAN_HEAVY = st.tuples(
 def test_skipping_code_spans_reads_as_the_walk_reads(
     data: st.DataObject | None, text: str, thought_label: bool
 ) -> None:
-    from thoughtline.reasoning import code_context, scanner
+    from thoughtline.reasoning import code_context, markers, scanner
 
     fast = scanner.scan(text, thought_label=thought_label)
     never = re.compile("(?!)")
@@ -656,6 +656,12 @@ def test_skipping_code_spans_reads_as_the_walk_reads(
         patch.setattr(code_context, "CODE_SPANS", {True: never, False: never})
         walked = scanner.scan(text, thought_label=thought_label)
     assert fast == walked
+    with pytest.MonkeyPatch.context() as patch:  # skips of one fence or span at a time
+        patch.setattr(markers, "_SKIP_BOUND", "{1}")
+        spans = {final: markers._code_spans_pattern(final=final) for final in (True, False)}
+        patch.setattr(code_context, "CODE_SPANS", spans)
+        patch.setattr(code_context, "FENCED_LINES", markers._fenced_lines_pattern())
+        assert scanner.scan(text, thought_label=thought_label) == fast
     assert extract(text, thought_label=thought_label) == fast
     chunks = data.draw(_cuts(text), label="chunks") if data is not None else [text]
     assert _streamed(chunks, thought_label)[2] == fast
