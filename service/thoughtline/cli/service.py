@@ -37,6 +37,8 @@ from thoughtline.cli.names import SERVICE_COMMANDS
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
 from thoughtline.contract.record import KNOWN_FORMATS
 from thoughtline.export.consumer import ExportSettings
+from thoughtline.export.health import DEFAULT_HOST as DEFAULT_EXPORT_HOST
+from thoughtline.export.health import DEFAULT_PORT as DEFAULT_EXPORT_PORT
 from thoughtline.providers.detection import detect_format, looks_like_stream
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
@@ -143,6 +145,18 @@ def _add_export(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         help="take over records another export process left pending this long",
     )
     otlp.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=DEFAULT_EXPORT_PORT,
+        help=f"serve /metrics, /healthz and /readyz on this port (default {DEFAULT_EXPORT_PORT}; "
+        "0: none)",
+    )
+    otlp.add_argument(
+        "--metrics-host",
+        default=DEFAULT_EXPORT_HOST,
+        help=f"address the metrics port listens on (default {DEFAULT_EXPORT_HOST})",
+    )
+    otlp.add_argument(
         "--no-content",
         action="store_true",
         help="no output messages: usage, finish reasons and detections only "
@@ -155,6 +169,13 @@ def _add_export(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         help="leave signatures and encrypted reasoning out",
     )
     otlp.set_defaults(command=run_export_otlp)
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, not {value}")
+    return value
 
 
 def _positive(text: str) -> int:
