@@ -238,8 +238,8 @@ class OtlpExport:
         """A retired stream in which the group holds nothing pending any more is read no more."""
         if not partition.retiring or partition.pending_cursor is not None:
             return
-        if int(self._client.xpending(partition.stream, self._settings.group)["pending"]) == 0:
-            del self._partitions[partition.stream]
+        summary: Any = self._client.xpending(partition.stream, self._settings.group)
+        if int(summary["pending"]) == 0 and self._partitions.pop(partition.stream, None):
             logger.info("thoughtline export: %s drained; no longer read", partition.stream)
 
     def _next_batch(self, partition: Partition, block_ms: int | None) -> list[StreamEntry]:
