@@ -12,6 +12,13 @@ re-claimed on every retry so that no other process takes them over as idle meanw
 
     XREADGROUP -> one batch -> spans -> export -> accepted? XACK : wait and export again
 
+**Partitions**: with several (the workers' metadata hash lists them, `thoughtline.client`
+reads it) every output stream listed is read in a group of the same name, each with its own
+pending entries, reclaim and `XACK`, one batch of one stream per step, the streams in turn;
+when none has anything one of them is waited on, in turn, for a share of `block_ms`. A Redis
+error on one partition rests that partition alone. With one partition it is the one stream,
+read as described above.
+
 A record that cannot be decoded can never be exported: it is acknowledged with a warning
 that names its entry id (never its content), so it does not block the group for ever.
 """
