@@ -246,7 +246,8 @@ class OtlpExport:
         if not partition.retiring or partition.pending_cursor is not None:
             return
         summary: Any = self._client.xpending(partition.stream, self._settings.group)
-        if int(summary["pending"]) == 0 and self._partitions.pop(partition.stream, None):
+        if int(summary["pending"]) == 0 and partition.stream in self._partitions:
+            del self._partitions[partition.stream]
             logger.info("thoughtline export: %s drained; no longer read", partition.stream)
 
     def _next_batch(self, partition: Partition, block_ms: int | None) -> list[StreamEntry]:
