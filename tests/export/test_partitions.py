@@ -222,3 +222,16 @@ def test_several_processes_share_the_partitions(
 )
 def test_partition_labels_come_from_the_hash_tag(stream: str, label: str) -> None:
     assert partition_label(stream, "{tl}:normalized") == label
+
+
+def test_a_partition_whose_group_cannot_be_created_holds_up_no_other(
+    client: redis.Redis, base: BaseNames, receiver: Receiver
+) -> None:
+    announce(client, base, [3], 3)
+    streams = outputs(base, 3)
+    client.set(streams[2], b"not a stream")  # XGROUP CREATE there fails (WRONGTYPE)
+    ids = publish(client, streams[0], 3, prefix="a") + publish(client, streams[1], 3, "b")
+    export = consumer(client, base.output, receiver, "one")
+    export_until_idle(export)
+    assert sorted(exported_ids(receiver)) == sorted(ids)
+    assert [group["name"] for group in client.xinfo_groups(streams[1])] == [GROUP.encode()]

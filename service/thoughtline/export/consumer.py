@@ -95,6 +95,9 @@ class Partition:
     resting_until: float = float("-inf")
     """After a Redis error on this partition alone: not read again before this time."""
     backoff: Backoff = field(default_factory=Backoff)
+    failing: bool = False
+    group_ready: bool = False
+    """The group exists on the stream (created, or found there)."""
 
 
 class OtlpExport:
@@ -158,8 +161,15 @@ class OtlpExport:
 
     def ensure_group(self) -> None:
         """The group on every output stream read, created at the stream's start: records
-        published before the first export process ran are exported too."""
+        published before the first export process ran are exported too. With several
+        partitions, one whose Redis fails gets its group when it is read next."""
         self._follow_partitions()
+        partitions = self.partitions
+        for partition in partitions:
+            if len(partitions) == 1:
+                self._ready(partition)
+            else:
+                self._isolated(partition, lambda chosen: 0)
 
     def step(self) -> int:
         """One batch read, exported and acknowledged; returns how many records were
@@ -169,6 +179,7 @@ class OtlpExport:
         partitions = list(self._partitions.values())
         if len(partitions) == 1:  # one stream: the blocking read waits on it alone
             (partition,) = partitions
+            self._ready(partition)
             return self._export(partition, self._next_batch(partition, self._settings.block_ms))
         return self._step_in_turn(partitions)
 
@@ -181,36 +192,50 @@ class OtlpExport:
         order = partitions[first:] + partitions[:first]
         awake = [partition for partition in order if partition.resting_until <= now]
         for partition in awake:
-            acknowledged = self._isolated(partition, lambda chosen: self._next_batch(chosen, None))
+            acknowledged = self._isolated(
+                partition, lambda chosen: self._export(chosen, self._next_batch(chosen, None))
+            )
             if acknowledged:
                 return acknowledged
         if not awake:  # every partition's Redis failed: wait for the first to be tried again
             self._stopping.wait(min(partition.resting_until for partition in order) - now)
             return 0
         wait_ms = max(1, self._settings.block_ms // len(partitions))
-        return self._isolated(awake[0], lambda chosen: self._read(chosen, ">", wait_ms))
+        return self._isolated(
+            awake[0], lambda chosen: self._export(chosen, self._read(chosen, ">", wait_ms))
+        )
 
-    def _isolated(
-        self, partition: Partition, read: Callable[[Partition], list[StreamEntry]]
-    ) -> int:
-        """Read, export and acknowledge one batch of `partition`; a Redis error there rests
-        this partition alone (growing pauses) while the others go on."""
+    def _isolated(self, partition: Partition, work: Callable[[Partition], int]) -> int:
+        """`work` on one partition (read, export, acknowledge one batch; its group created
+        first if need be); a Redis error there rests this partition alone, with growing
+        pauses, while the others go on."""
         try:
-            acknowledged = self._export(partition, read(partition))
+            self._ready(partition)
+            done = work(partition)
         except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError) as error:
             pause = partition.backoff.take()
             partition.resting_until = time.monotonic() + pause
             self.metrics.redis_errors.labels(partition.label).inc()
-            logger.warning(
+            log = logger.debug if partition.failing else logger.warning
+            log(
                 "thoughtline export: Redis failed on %s (%s); the other partitions go on, this "
                 "one is tried again in %.1f s",
                 partition.stream,
                 type(error).__name__,
                 pause,
             )
+            partition.failing = True
             return 0
-        partition.backoff.reset()
-        return acknowledged
+        if partition.failing:
+            logger.warning("thoughtline export: %s can be read again", partition.stream)
+            partition.failing = False
+            partition.backoff.reset()
+        return done
+
+    def _ready(self, partition: Partition) -> None:
+        if not partition.group_ready:
+            ensure_group(self._client, partition.stream, self._settings.group)
+            partition.group_ready = True
 
     def _export(self, partition: Partition, entries: list[StreamEntry]) -> int:
         if not entries:
@@ -228,12 +253,11 @@ class OtlpExport:
 
     def _follow_partitions(self) -> None:
         """The streams the workers list now (kept `ROUTES_TTL_SECONDS` by the client), each
-        with the group; a stream that left the list is retired."""
+        its group created before it is first read; a stream that left the list is retired."""
         listed = read_streams(routes(self._client, self._stream), self._stream)
         for stream in listed:
             partition = self._partitions.get(stream)
             if partition is None:
-                ensure_group(self._client, stream, self._settings.group)
                 self._partitions[stream] = Partition(stream, partition_label(stream, self._stream))
             else:
                 partition.retiring = False
