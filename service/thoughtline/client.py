@@ -255,11 +255,7 @@ async def arecords(
         ):
             yield message
         return
-    try:
-        await client.xgroup_create(stream, group, id="0", mkstream=True)
-    except redis.ResponseError as error:
-        if "BUSYGROUP" not in str(error):
-            raise
+    await aensure_group(client, stream, group)
     read_id = "0"
     while True:
         response = await client.xreadgroup(group, consumer, {stream: read_id}, count, block_ms)
@@ -528,11 +524,7 @@ async def _apartitioned_records(
 ) -> AsyncIterator[AsyncMessage]:
     """`_partitioned_records` for `redis.asyncio`."""
     for stream in streams:
-        try:
-            await client.xgroup_create(stream, group, id="0", mkstream=True)
-        except redis.ResponseError as error:
-            if "BUSYGROUP" not in str(error):
-                raise
+        await aensure_group(client, stream, group)
     read_ids = dict.fromkeys(streams, "0")
     waiting = itertools.cycle(streams)
     wait_ms = max(1, block_ms // len(streams))
@@ -559,11 +551,25 @@ async def _apartitioned_records(
 
 
 def ensure_group(client: redis.Redis, stream: str, group: str) -> None:
+    """`group` on `stream`, created at the stream's start (and the stream with it) unless it
+    is there already: a consumer's first read gets every record published before it."""
     try:
         client.xgroup_create(stream, group, id="0", mkstream=True)
     except redis.ResponseError as error:
-        if "BUSYGROUP" not in str(error):
-            raise
+        _unless_there_already(error)
+
+
+async def aensure_group(client: redis_asyncio.Redis, stream: str, group: str) -> None:
+    """`ensure_group` for `redis.asyncio`."""
+    try:
+        await client.xgroup_create(stream, group, id="0", mkstream=True)
+    except redis.ResponseError as error:
+        _unless_there_already(error)
+
+
+def _unless_there_already(error: redis.ResponseError) -> None:
+    if "BUSYGROUP" not in str(error):
+        raise error
 
 
 class _StreamEntry(NamedTuple):
