@@ -354,6 +354,13 @@ NO_CLIENT_COMMANDS: Final = _no_client_commands()
 worker's connections, and the command line's)."""
 
 
+def command_client(redis_url: str) -> redis.Redis:
+    """A client for the command line (`publish`, `tail`, `export otlp`, `partitions`)."""
+    return redis.Redis.from_url(
+        redis_url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, **NO_CLIENT_COMMANDS
+    )
+
+
 # --- partitions --------------------------------------------------------------------------------
 
 ROUTES_TTL_SECONDS: Final = 5.0

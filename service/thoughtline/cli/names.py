@@ -11,5 +11,7 @@ SERVICE_COMMANDS: Final = {
     "tail": "follow normalized records",
     "demo": "try it: embedded Redis and sample data",
     "asyncapi": "print or write the AsyncAPI document",
-    "export": "send records to tracing tools",
 }
+EXPORT_HELP: Final = "send records to tracing tools"
+"""`thoughtline export`: no service command (it never loads the worker), yet its parser loads
+Redis and Prometheus, so it is listed by name too unless it is the command given."""

@@ -18,9 +18,6 @@ import redis
 from thoughtline.export.metrics import ExportMetrics
 from thoughtline.worker.health import HealthServer
 
-DEFAULT_PORT: Final = 9465
-"""`--metrics-port`; 0 serves nothing."""
-DEFAULT_HOST: Final = "0.0.0.0"
 STALE_AFTER_SECONDS: Final = 120.0
 """`/healthz` fails when the loop has neither stepped nor tried an export this long: longer
 than the longest retry pause (30 s) plus an export request's timeout and a blocking read."""
@@ -44,7 +41,7 @@ class ExportHealth:
         self._stopped: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self, port: int, host: str = DEFAULT_HOST) -> int:
+    def start(self, port: int, host: str) -> int:
         """Listen (in a thread) and return the port; an OSError when it cannot be listened on."""
         bound: list[int | BaseException] = []
         ready = threading.Event()
