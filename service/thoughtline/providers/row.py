@@ -59,6 +59,8 @@ class Format:
     """An assistant turn of this format rebuilt from another format's record."""
     replay_parts: parts.PartFormat | None
     """How its replay parts go back; None: a Chat-shaped format (the one message object)."""
+    replay_message: parts.MessageFormat | None
+    """A Chat-shaped format's message: where it holds reasoning (None for a part-list one)."""
     shape: Probes
     """How detection tells its bodies and streams apart (its folder's `shape.py`)."""
     opaque_values: parts.OpaqueReader
