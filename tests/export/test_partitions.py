@@ -2,7 +2,8 @@
 XADDed to the output stream of each of three partitions (as the workers publish them) are
 exported once each and acknowledged in their own partition's group; with the collector down
 none is acknowledged; a count change 3 -> 6 is followed, the earlier partitions drained and
-then left; a partition whose reads fail holds up no other."""
+then left; a partition whose reads fail holds up no other; and records real workers made over
+three partitions all go out."""
 
 from __future__ import annotations
 
@@ -22,8 +23,12 @@ from tests.export.test_consumer import (
     publish,
     wait_until,
 )
+from tests.service.support import running_worker
+from tests.service.support import wait_until as await_until
+from thoughtline.cli.demo import sample_files
 from thoughtline.contract.partitions import BaseNames, metadata_fields
 from thoughtline.export.consumer import OtlpExport, partition_label
+from thoughtline.worker.settings import Settings
 
 pytestmark = pytest.mark.redis
 
@@ -235,3 +240,31 @@ def test_a_partition_whose_group_cannot_be_created_holds_up_no_other(
     export_until_idle(export)
     assert sorted(exported_ids(receiver)) == sorted(ids)
     assert [group["name"] for group in client.xinfo_groups(streams[1])] == [GROUP.encode()]
+
+
+async def test_records_of_real_workers_over_three_partitions_are_exported_once_each(
+    redis_url: str,
+    stream_names: dict[str, str],
+    base: BaseNames,
+    client: redis.Redis,
+    receiver: Receiver,
+) -> None:
+    settings = Settings(
+        redis_url=redis_url, metrics_port=0, block_ms=50, partitions=3, **stream_names
+    )
+    payload = next(s for s in sample_files() if s.name == "anthropic.thinking-block.json")
+    ids = [f"entry-{number}" for number in range(30)]
+    streams = outputs(base, 3)
+    async with running_worker(settings):
+        for entry_id in ids:  # routed to the partitions by the client, processed by the worker
+            thoughtline.client.publish(
+                client, payload.read_bytes(), id=entry_id, stream=settings.input_stream
+            )
+        await await_until(lambda: sum(client.xlen(s) for s in streams) == len(ids), timeout=20)
+    assert all(client.xlen(stream) for stream in streams)  # every partition got some
+    export = consumer(client, base.output, receiver, "one")
+    export_until_idle(export)
+    exported = exported_ids(receiver)
+    assert sorted(exported) == sorted(ids)
+    assert len(set(exported)) == len(exported)
+    assert all(pending(client, stream) == 0 for stream in streams)
