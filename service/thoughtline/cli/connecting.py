@@ -1,8 +1,9 @@
 """What the commands that use Redis share: settings and a client (`connect`), one-line errors
 for a Redis that cannot be used (`reaching_redis`), logging.
 
-No worker, no FastStream: `thoughtline export otlp` connects through this module too, and its
-process never loads them.
+Only the worker's settings and embedded-Redis lookup, never its FastStream app:
+`thoughtline export otlp` connects through this module too, and its process never loads
+FastStream.
 """
 
 from __future__ import annotations
