@@ -623,3 +623,58 @@ def test_skipping_fenced_lines_reads_as_the_walk_reads(text: str, thought_label:
     assert fast == walked
     chunks = [text[start : start + 5] for start in range(0, len(text), 5)]
     assert _streamed(chunks, thought_label)[2] == fast
+
+
+# --- code spans skipped in one regex call read as the run-by-run walk reads them -----------
+
+_SPAN_PIECES = st.lists(
+    st.sampled_from(
+        ["`", "``", "```", "```\n", "\n```", "\n", " ", "a", "~~~\n", "`` `` `` `` `` `` `` `` "]
+    ),  # the last: spans past the length of the longest marker, which a live run waits on
+    max_size=12,
+).map("".join)
+SPAN_HEAVY = st.tuples(
+    st.sampled_from(["", "<think>a</think>", "[THINK]"]),  # a block first: a live run scans
+    _SPAN_PIECES,
+    st.sampled_from(["\n[THINK]x[/THINK]", " [THINK]x[/THINK]", "</think>", "<think>", ""]),
+).map("".join)
+"""Backtick runs, tildes and line breaks, then a delimiter, whose reading depends on them."""
+
+
+@settings(max_examples=3000, deadline=None)
+@given(data=st.data(), text=SPAN_HEAVY, thought_label=st.booleans())
+@example(data=None, text="```a```\n```\n[THINK]x[/THINK]", thought_label=False)
+@example(data=None, text="```\na```\n[THINK]x[/THINK]", thought_label=False)
+def test_skipping_code_spans_reads_as_the_walk_reads(
+    data: st.DataObject | None, text: str, thought_label: bool
+) -> None:
+    from thoughtline.reasoning import code_context, markers, scanner
+
+    fast = scanner.scan(text, thought_label=thought_label)
+    never = re.compile("(?!)")
+    with pytest.MonkeyPatch.context() as patch:  # never skips: the walk pairs run by run
+        patch.setattr(code_context, "CODE_SPANS", {True: never, False: never})
+        walked = scanner.scan(text, thought_label=thought_label)
+    assert fast == walked
+    with pytest.MonkeyPatch.context() as patch:  # skips of one fence or span at a time
+        patch.setattr(markers, "_SKIP_BOUND", "{1}")
+        spans = {final: markers._code_spans_pattern(final=final) for final in (True, False)}
+        patch.setattr(code_context, "CODE_SPANS", spans)
+        patch.setattr(code_context, "FENCED_LINES", markers._fenced_lines_pattern())
+        assert scanner.scan(text, thought_label=thought_label) == fast
+    assert extract(text, thought_label=thought_label) == fast
+    chunks = data.draw(_cuts(text), label="chunks") if data is not None else [text]
+    assert _streamed(chunks, thought_label)[2] == fast
+    single = [text[start : start + 1] for start in range(len(text))]
+    assert _streamed(single, thought_label)[2] == fast
+
+
+def test_a_live_span_closing_where_the_text_so_far_ends_waits() -> None:
+    """A span that closes exactly where the text so far ends may not close there: the run
+    may grow (`` `a` `` then `` ` `` makes `` `a`` ``, no span). Every two-piece cut of a text
+    with a long skip before it gives what the whole text gives."""
+    text = "<think>a</think> " + "`` " * 20 + "`a``x[THINK]y[/THINK]``"
+    whole = extract(text)
+    assert "[THINK]" in whole.content  # in code: text
+    for cut in range(len(text) + 1):
+        assert _streamed([text[:cut], text[cut:]], False)[2] == whole, cut

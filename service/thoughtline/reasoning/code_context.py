@@ -1,8 +1,10 @@
 """Markdown code is text: the scanner's steps at a backtick or tilde run. A run that opens a
 fence (at a line's start, up to three spaces in) makes the mode `fence` until its closing
 fence; an inline run is paired with the next run of the same length (a table of runs built
-at most once per run of the scanner, so unpaired runs stay linear); complete fenced blocks
-and candidate-free lines after a line-start run are skipped in one regex call.
+at most once per run of the scanner, so unpaired runs stay linear). The regex engine skips
+what it can in one call: complete fenced blocks and candidate-free lines after a line-start
+run, and code spans that close with the very next run (with the candidate-free text between
+them) after any run, so a flood of code costs no Python step per fence or span.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import bisect
 import re
 
 from thoughtline.reasoning.cursor import Cursor, NeedMoreTextError
-from thoughtline.reasoning.markers import BACKTICK_RUN, FENCED_LINES
+from thoughtline.reasoning.markers import BACKTICK_RUN, CODE_SPANS, FENCED_LINES
 from thoughtline.reasoning.search import closing_fence
 
 
@@ -40,6 +42,10 @@ class CodeContext(Cursor):
         text, start, end = self._text, match.start(), match.end()
         if end == len(text) and not self._final:
             raise NeedMoreTextError  # the run may go on
+        spans = CODE_SPANS[self._final].match(text, start)
+        if spans is not None:  # the spans from here on that close with their next run
+            self._position = spans.end()
+            return
         length = end - start
         if length >= 3 and self._at_line_start(start):
             line_end = text.find("\n", end)

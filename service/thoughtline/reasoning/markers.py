@@ -262,28 +262,60 @@ look at a tail that may still grow into a marker)."""
 CANDIDATE: Final = re.compile("[" + re.escape("".join(CANDIDATES)) + "]")
 
 
+_SKIP_BOUND: Final = "{1,1024}"
+"""How many fences or code spans one skip matches at most (the scanner matches again where it
+stopped). The regex engine keeps a record per repetition until its match ends: bounded, the
+records stay in the CPU's cache; unbounded, a match over more than 1 MB costs twice as much
+per MB."""
+
+
 def _fenced_lines_pattern() -> re.Pattern[str]:
     """Whole lines, from a line start, that are complete fenced blocks or hold no candidate
     character: what the scanner would read as text, one fence after another, matched in one
-    call of the regex engine (possessive and atomic, so it never backtracks). A fence opens on
-    a line starting (after up to three spaces) with three or more backticks and no backtick
-    after them, or three or more tildes; it closes on a line starting with at least as many of
-    the same character; the rest of that line must hold no candidate character either."""
-    plain = "[^\n" + re.escape("".join(CANDIDATES)) + "]*\n"
+    call of the regex engine, up to `_SKIP_BOUND` at a time (possessive and atomic, so it
+    never backtracks: a backtracking point per line costs the engine more than the line
+    itself). A fence opens on a line starting (after up to three spaces) with three or more
+    backticks and no backtick after them, or three or more tildes; it closes on a line
+    starting with at least as many of the same character; the rest of that line must hold no
+    candidate character either."""
+    plain = "[^\n" + re.escape("".join(CANDIDATES)) + "]*+\n"
+    indent = " {0,3}+"  # possessive: what follows is never a space
     fences = []
-    for name, run, info in (("b", "`", "[^`\n]*"), ("t", "~", "[^\n]*")):
+    for name, run, info in (("b", "`", "[^`\n]*+"), ("t", "~", "[^\n]*+")):
         character = re.escape(run)
         fences.append(
-            f" {{0,3}}(?P<{name}>{character}{{3,}})(?!{character}){info}\n"  # the opening line
-            f"(?>(?:(?! {{0,3}}(?P={name}))[^\n]*\n)*)"  # lines that do not close it
-            f" {{0,3}}(?P={name}){character}*{plain}"  # the closing line
+            f"{indent}(?P<{name}>{character}{{3,}}+){info}\n"  # the opening line
+            f"(?:(?!{indent}(?P={name}))[^\n]*+\n)*+"  # lines that do not close it
+            f"{indent}(?P={name}){character}*+{plain}"  # the closing line
         )
-    return re.compile("(?>(?:" + "|".join((*fences, plain)) + ")+)")
+    return re.compile("(?>(?:" + "|".join((*fences, plain)) + f"){_SKIP_BOUND})")
 
 
 FENCED_LINES: Final = _fenced_lines_pattern()
 """See `_fenced_lines_pattern`: the scanner skips such lines in C (a flood of fences costs no
 Python step per fence)."""
+
+
+def _code_spans_pattern(*, final: bool) -> re.Pattern[str]:
+    """From a backtick run: code spans that each close with the very next backtick run, and
+    the text between them as far as it holds no candidate character, matched in one call of
+    the regex engine, up to `_SKIP_BOUND` at a time (atomic, so it never backtracks). What
+    the scanner would read as text one run at a time; it stops before a span whose next run
+    is longer or shorter, which the scanner pairs itself. A run of one or two backticks spans
+    lines; a longer one closes on its own line (so it is no fence's opening line). In a live
+    text the closing run must have a character after it (it may still grow)."""
+    closed = "(?!`)" if final else "(?=[^`])"
+    between = "[^" + re.escape("".join(CANDIDATES)) + "]*+"
+    # The short runs spelled out, not captured: a group in each alternative costs the
+    # engine more than the span itself.
+    spans = [f"{run}(?!`)[^`]*+{run}{closed}{between}" for run in ("`", "``")]
+    spans.append(f"(?P<l>```+)(?!`)[^`\\n]*+(?P=l){closed}{between}")
+    return re.compile("(?>(?:" + "|".join(spans) + f"){_SKIP_BOUND})")
+
+
+CODE_SPANS: Final = {final: _code_spans_pattern(final=final) for final in (True, False)}
+"""See `_code_spans_pattern`, for a whole text (True) and a live one (False): a flood of code
+spans costs no Python step per span."""
 
 
 MARKER_FIRST_CHARACTERS: Final = frozenset(marker[0] for marker in ROLES_LITERALS)

@@ -35,7 +35,8 @@ The scanner stands on its place in the text (`cursor.py`) and on the steps at a 
 
 Time is linear in the text on every input: markers are found by one pattern per first
 character, each searched again only once the scan has passed its last match (a text with no
-candidate character costs one scan), each backtick run is paired at most once, and a live
+candidate character costs one scan), code spans and fences are skipped one stretch per
+regex match (`code_context.py`), each backtick run left is paired at most once, and a live
 stream that must wait re-scans only after what is waiting has doubled.
 """
 

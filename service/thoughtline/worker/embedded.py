@@ -33,7 +33,10 @@ from types import TracebackType
 from typing import Final, NamedTuple
 
 from thoughtline.contract.errors import ThoughtlineError
-from thoughtline.embedded_url import DEFAULT_DATA_DIR, URL_FILE_NAME, answers, running_url
+from thoughtline.embedded_url import DEFAULT_DATA_DIR as DEFAULT_DATA_DIR
+from thoughtline.embedded_url import URL_FILE_NAME as URL_FILE_NAME
+from thoughtline.embedded_url import answers
+from thoughtline.embedded_url import running_url as running_url
 
 LOCK_FILE_NAME: Final = "lock"
 START_TIMEOUT_SECONDS: Final = 10.0
