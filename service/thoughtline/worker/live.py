@@ -25,8 +25,9 @@ streams: a waiting chunk is no longer pending in the group.
 As in the batch commit (`worker/commit.py`), nothing is acknowledged whose output cannot be
 written: the script checks every key's type before its first write, its first write is the
 `XACK` (Redis refuses a script's writes at `maxmemory` only before its first one), and a
-refused script is retried for as long as the refusal lasts. The entries it acknowledges are
-added to the committed-ids record, so a lost consumer group republishes no live stream.
+refused script is retried for as long as the refusal lasts. It keeps the committed-ids record
+of the entries it acknowledges as the batch commit does, so a lost consumer group republishes
+no live stream and the record stays as small as the entries in flight.
 
 Only commands a worker's ACL already grants are used: a parked chunk is taken out by setting
 it empty, a closed stream leaves the open set by its score (-1) and the keys expire.
