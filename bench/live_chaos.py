@@ -15,9 +15,8 @@ new one started, `--kills` times. `--rate` paces the producer (chunks/s over all
 0: as fast as it can, so the streams queue up and wait their turn).
 
 At the end, read from Redis itself, per stream: its deltas exactly once each and in `seq`
-order; they add up (each accumulation the previous plus the delta), each accumulation is a
-prefix of the recorded stream's at the same chunk, and the last ones are the record's content
-and thinking; exactly one record, byte for byte
+order; they add up (each accumulation the previous plus the delta) and the last ones are the
+record's content and thinking; exactly one record, byte for byte
 `thoughtline normalize` of the same chunks recorded as one stream; no dead letter, nothing
 pending; and, after the state TTL, no live state left in Redis. Any failure: exit status 1.
 It also prints, per stream, the time from its last chunk's `XADD` to its record's (both entry
@@ -47,7 +46,6 @@ import thoughtline
 from tests.chaos.fleet import Fleet
 from tests.chaos.servers import RedisServer
 from tests.streams.live_entries import live_payloads
-from thoughtline.api import normalize_with_deltas
 from thoughtline.worker.settings import Settings, load_settings
 
 OPEN_AT_ONCE: Final = 50
@@ -81,9 +79,6 @@ class LiveStream:
     format: str
     payloads: list[bytes]
     expected_record: bytes
-    recorded: list[tuple[str, str]]
-    """The recorded stream's accumulations (text, thinking) per chunk: each live one must be
-    a prefix of the recorded one at the same seq."""
 
 
 @dataclass
@@ -168,9 +163,8 @@ def _stream(
     name: str, format_name: str, payloads: list[bytes], recording: bytes | None = None
 ) -> LiveStream:
     whole = recording if recording is not None else b"\n".join(payloads)
-    record, deltas = normalize_with_deltas(whole, format_name, record_id=name)
-    recorded = [(delta.accumulated_text, delta.accumulated_thinking) for delta in deltas]
-    return LiveStream(name, format_name, payloads, thoughtline.encode(record), recorded)
+    record = thoughtline.normalize(whole, format_name, record_id=name)
+    return LiveStream(name, format_name, payloads, thoughtline.encode(record))
 
 
 def build_streams(plan: Plan, random_source: random.Random) -> list[LiveStream]:
