@@ -470,14 +470,8 @@ async def test_a_revision_is_counted(
     assert 'thoughtline_live_revisions_total{direction="text_to_thinking"} 1.0' in exposition
 
 
-async def test_a_stream_moving_between_workers_reads_only_what_each_missed(
-    aclient: redis_asyncio.Redis,
-    client: redis.Redis,
-    live_settings: Settings,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Two handlers take turns: each brings its engine up to date from the log elements the
-    other added (not the whole stream), and the deltas are those of one worker."""
+def _count_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, the length of the log of each engine rebuilt from a whole stream."""
     rebuilt: list[int] = []
     restore = LiveStream.restore
 
@@ -486,8 +480,47 @@ async def test_a_stream_moving_between_workers_reads_only_what_each_missed(
         return restore(state, log, prompt_table=prompt_table)
 
     monkeypatch.setattr(LiveStream, "restore", counting)
+    return rebuilt
+
+
+async def test_a_worker_parking_chunks_keeps_the_engine_it_read(
+    aclient: redis_asyncio.Redis,
+    client: redis.Redis,
+    live_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker that reads a stream to find its chunk ahead (then parks it) keeps the engine
+    it brought up to date: its next chunk of the stream costs the log elements it missed, not
+    a rebuild from the whole stream (which made a stream spread over workers quadratic)."""
+    first, second = [await _handler(aclient, live_settings) for _ in range(2)]
+    payloads = _chat([f"word {number} " for number in range(20)])
+    await _publish(aclient, live_settings, "spread", range(10), payloads)
+    await first.handle(await _read(aclient, live_settings))
+    rebuilt = _count_rebuilds(monkeypatch)
+    for seq in (11, 12, 13):  # 10 has not come: each is parked
+        await _publish(aclient, live_settings, "spread", [seq], payloads)
+        await second.handle(await _read(aclient, live_settings))
+    await _publish(aclient, live_settings, "spread", [10], payloads)
+    await first.handle(await _read(aclient, live_settings))  # 10, then the parked 11-13
+    await _publish(aclient, live_settings, "spread", range(14, len(payloads)), payloads)
+    await second.handle(await _read(aclient, live_settings))
+    assert rebuilt == [10]  # the second handler's first read; then what it missed
+    assert [f[b"record"] for _, f in client.xrange(live_settings.output_stream)] == [
+        _expected("spread", payloads)
+    ]
+
+
+async def test_a_stream_moving_between_workers_reads_only_what_each_missed(
+    aclient: redis_asyncio.Redis,
+    client: redis.Redis,
+    live_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two handlers take turns: each brings its engine up to date from the log elements the
+    other added (not the whole stream), and the deltas are those of one worker."""
     handlers = [await _handler(aclient, live_settings) for _ in range(2)]
     payloads = _chat([f"word {number} " for number in range(40)])
+    rebuilt = _count_rebuilds(monkeypatch)
     for seq in range(len(payloads)):
         await _publish(aclient, live_settings, "hop", [seq], payloads)
         await handlers[seq % 2].handle(await _read(aclient, live_settings))

@@ -57,7 +57,7 @@ from thoughtline.streams.live import (
     decode_state,
     encode_state,
 )
-from thoughtline.worker.commit import Committer, committed_key
+from thoughtline.worker.commit import Committer
 from thoughtline.worker.connections import RedisClient
 from thoughtline.worker.entries import DeliveredEntry, Fields, Outcome
 from thoughtline.worker.live_entries import (
@@ -65,8 +65,8 @@ from thoughtline.worker.live_entries import (
     LiveKeys,
     dead_fields,
     dead_outcome,
-    live_keys,
     read_entry,
+    stream_keys,
 )
 from thoughtline.worker.live_scripts import LIVE_SCRIPT, READ_SCRIPT, pack
 from thoughtline.worker.metrics import Metrics
@@ -145,6 +145,16 @@ class LiveHandler:
         self._script = client.register_script(LIVE_SCRIPT)
         self._read_script = client.register_script(READ_SCRIPT)
         self._dead_letters = Committer(client, settings)
+        self._partition = settings.keys()
+        self._script_keys = [
+            settings.input_stream,
+            settings.deltas_stream,
+            settings.output_stream,
+            settings.dead_stream,
+            self._partition.live_open_set,
+            self._partition.committed,
+        ]
+        """The keys every call of the live script starts with (each stream's follow)."""
         self.interval = min(max(settings.live_idle_ms / 4000, 0.05), 1.0)
         """How often `sweep` runs: parked chunks whose worker died wait about this long."""
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
@@ -197,7 +207,7 @@ class LiveHandler:
             if plan is None:
                 slow[stream] = entries
             else:
-                runs.append((stream, live_keys(self._settings, stream), plan))
+                runs.append((stream, self._keys(stream), plan))
         if not runs:
             return slow
         try:
@@ -243,6 +253,9 @@ class LiveHandler:
             self._drop_engine(stream)
             return None
         return plan
+
+    def _keys(self, stream: str) -> LiveKeys:
+        return stream_keys(self._partition, stream)
 
     @contextlib.asynccontextmanager
     async def _lock(self, stream: str) -> AsyncIterator[None]:
@@ -300,12 +313,16 @@ class LiveHandler:
     async def _stream(self, stream: str, entries: list[_Entry]) -> None:
         """Apply the entries of one stream (sorted by `seq`): each run of consecutive ones
         in one script call, the others parked; then the parked chunks that became next."""
-        keys = live_keys(self._settings, stream)
+        keys = self._keys(stream)
         waiting = list(entries)
         parked_next = False
         while waiting:
             loaded = await self._current(keys, stream, waiting[0].chunk.seq)
             plan = await self._plan(loaded, waiting)
+            if plan.engine is None and loaded.engine is not None:
+                # A park computes nothing: the engine just read is still the stream's, kept
+                # so that its next chunk here reads only what it misses (not the whole log).
+                self._keep(stream, loaded.engine)
             for entry, error in plan.dead:  # its step raised: dead-lettered, not applied
                 waiting.remove(entry)
                 outcome = dead_outcome(self._settings, entry.entry_id, entry.fields, error)
@@ -457,7 +474,7 @@ class LiveHandler:
             return await self._apply_parked(stream)
 
     async def _apply_parked(self, stream: str) -> int:
-        keys = live_keys(self._settings, stream)
+        keys = self._keys(stream)
         applied = 0
         while True:
             loaded = await self._load(keys, stream)
@@ -512,7 +529,7 @@ class LiveHandler:
         close streams idle past `THOUGHTLINE_LIVE_IDLE_MS`. Only streams without progress for
         an `interval` are looked at (a stream in progress has its parked chunks applied by the
         worker that applies their predecessor), the longest idle first."""
-        keys = live_keys(self._settings, "")
+        keys = self._keys("")
         now = _now_ms()
         members = await self._client.zrangebyscore(keys.open, 0, "+inf")
         self._metrics.set_live_open(keys.open, len(members))
@@ -527,7 +544,7 @@ class LiveHandler:
                     await self._close_idle(stream)
 
     async def _close_idle(self, stream: str) -> None:
-        keys = live_keys(self._settings, stream)
+        keys = self._keys(stream)
         loaded = await self._load(keys, stream)
         if loaded.closed:
             return
@@ -560,14 +577,7 @@ class LiveHandler:
             self._settings.live_ttl_seconds,
             _now_ms(),
         ]
-        script_keys = [
-            self._settings.input_stream,
-            self._settings.deltas_stream,
-            self._settings.output_stream,
-            self._settings.dead_stream,
-            live_keys(self._settings, "").open,
-            committed_key(self._settings),
-        ]
+        script_keys = list(self._script_keys)
         for keys, stream, plans in runs:
             arguments += [stream, len(plans)]
             for plan in plans:

@@ -222,25 +222,38 @@ return result
 def pack(value: object) -> bytes:
     """`value` (bytes, str, lists of them) as msgpack for the script's `cmsgpack.unpack`: bytes
     as msgpack strings (the script's msgpack reads no `bin` type; its strings are bytes)."""
+    parts: list[bytes] = []
+    _pack_into(value, parts)
+    return b"".join(parts)
+
+
+_SHORT_STRINGS: Final = [bytes([0xA0 | size]) for size in range(32)]
+_SHORT_ARRAYS: Final = [bytes([0x90 | size]) for size in range(16)]
+
+
+def _pack_into(value: object, parts: list[bytes]) -> None:
+    """Appends `value`'s msgpack to `parts` (one join at the end, no copy per level)."""
+    if isinstance(value, list):
+        size = len(value)
+        if size < 16:
+            parts.append(_SHORT_ARRAYS[size])
+        elif size < 65536:
+            parts.append(b"\xdc" + struct.pack(">H", size))
+        else:
+            parts.append(b"\xdd" + struct.pack(">I", size))
+        for item in value:
+            _pack_into(item, parts)
+        return
     if isinstance(value, str):
         value = value.encode()
-    if isinstance(value, bytes):
-        size = len(value)
-        if size < 32:
-            header = bytes([0xA0 | size])
-        elif size < 256:
-            header = b"\xd9" + bytes([size])
-        elif size < 65536:
-            header = b"\xda" + struct.pack(">H", size)
-        else:
-            header = b"\xdb" + struct.pack(">I", size)
-        return header + value
-    assert isinstance(value, list)
+    assert isinstance(value, bytes)
     size = len(value)
-    if size < 16:
-        header = bytes([0x90 | size])
+    if size < 32:
+        parts.append(_SHORT_STRINGS[size])
+    elif size < 256:
+        parts.append(b"\xd9" + bytes([size]))
     elif size < 65536:
-        header = b"\xdc" + struct.pack(">H", size)
+        parts.append(b"\xda" + struct.pack(">H", size))
     else:
-        header = b"\xdd" + struct.pack(">I", size)
-    return header + b"".join(pack(item) for item in value)
+        parts.append(b"\xdb" + struct.pack(">I", size))
+    parts.append(value)
