@@ -23,6 +23,14 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from hypothesis import settings
+
+# CI runs the property tests with a fixed seed, so a pass or failure there is reproducible
+# (`.ci/run` sets CI=1); everywhere else each run explores new inputs, which is how the
+# property tests find bugs. A failure prints the input and how to reproduce it either way.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "explore")
 
 TEST_REDIS_URL_VARIABLE: Final = "THOUGHTLINE_TEST_REDIS_URL"
 EXTERNAL_TEST_DATABASE: Final = 15

@@ -25,6 +25,8 @@ modulo the count) and read records from every partition's output stream. Without
 from __future__ import annotations
 
 import collections
+import importlib
+import importlib.util
 import itertools
 import time
 import weakref
@@ -36,16 +38,20 @@ import msgspec
 import redis
 import redis.asyncio as redis_asyncio
 
-from thoughtline.contract.partitions import BaseNames, Routes, hash_tag, parse_metadata, routing_key
-from thoughtline.contract.record import Delta, EntryKind, FormatName, Record
-from thoughtline.contract.record import decode as decode_record
-from thoughtline.worker.settings import (
+from thoughtline.contract.partitions import (
     DEFAULT_DELTAS_STREAM,
     DEFAULT_INPUT_STREAM,
     DEFAULT_OUTPUT_STREAM,
+    BaseNames,
+    Routes,
+    hash_tag,
+    parse_metadata,
+    routing_key,
 )
+from thoughtline.contract.record import Delta, EntryKind, FormatName, Record
+from thoughtline.contract.record import decode as decode_record
 
-# The worker's defaults (`THOUGHTLINE_INPUT_STREAM`, `THOUGHTLINE_OUTPUT_STREAM`), defined there.
+# The worker's defaults (`THOUGHTLINE_INPUT_STREAM`, `THOUGHTLINE_OUTPUT_STREAM`).
 INPUT_STREAM: Final = DEFAULT_INPUT_STREAM
 OUTPUT_STREAM: Final = DEFAULT_OUTPUT_STREAM
 DELTAS_STREAM: Final = DEFAULT_DELTAS_STREAM
@@ -323,6 +329,31 @@ def live_deltas(
             last = _text(entry_id)
             if fields and b"delta" in fields:
                 yield accumulations.add(_DELTA_DECODER.decode(fields[b"delta"]))
+
+
+# --- connections of Thoughtline's own commands ------------------------------------------------
+
+CONNECT_TIMEOUT_SECONDS: Final = 5.0
+
+
+def _no_client_commands() -> dict[str, Any]:
+    """redis-py names its library on every new connection (`CLIENT SETINFO`), and redis-py 7+
+    asks for maintenance notifications (`CLIENT MAINT_NOTIFICATIONS`): a minimal ACL grants
+    no `CLIENT`, and each refusal lands in the ACL log. These options send neither."""
+    options: dict[str, Any] = (
+        {"driver_info": None}  # redis-py 7.2+ (its lib_name / lib_version are deprecated there)
+        if importlib.util.find_spec("redis.driver_info") is not None
+        else {"lib_name": None, "lib_version": None}
+    )
+    if importlib.util.find_spec("redis.maint_notifications") is not None:  # redis-py 7+
+        maintenance = importlib.import_module("redis.maint_notifications")
+        options["maint_notifications_config"] = maintenance.MaintNotificationsConfig(enabled=False)
+    return options
+
+
+NO_CLIENT_COMMANDS: Final = _no_client_commands()
+"""Connection options under which redis-py sends no `CLIENT` command when it connects (the
+worker's connections, and the command line's)."""
 
 
 # --- partitions --------------------------------------------------------------------------------

@@ -76,11 +76,18 @@ class LocalCluster:
                 return int(master[1])
         raise AssertionError(f"no node owns slot {slot}")
 
-    def replica_of(self, master_port: int) -> int:
-        for _start, _end, master, *replicas in _node(master_port).execute_command("CLUSTER SLOTS"):
-            if int(master[1]) == master_port and replicas:
-                return int(replicas[0][1])
-        raise AssertionError(f"{master_port} has no replica")
+    def replica_of(self, master_port: int, timeout: float = 30.0) -> int:
+        """A replica of the master on `master_port`. A replica whose link is up can still be
+        missing from the master's `CLUSTER SLOTS` until gossip has told it: asked again."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for _start, _end, master, *replicas in _node(master_port).execute_command(
+                "CLUSTER SLOTS"
+            ):
+                if int(master[1]) == master_port and replicas:
+                    return int(replicas[0][1])
+            assert time.monotonic() < deadline, f"{master_port} has no replica"
+            time.sleep(0.1)
 
     def server(self, port: int) -> RedisServer:
         return next(node for node in self.nodes if node.port == port)

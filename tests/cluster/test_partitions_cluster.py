@@ -8,14 +8,21 @@ stream commands (`XADD`, `XREADGROUP`, `XACK`, `XAUTOCLAIM`, ..., also those a s
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
 import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
+import redis
 from redis.cluster import RedisCluster
 
 import thoughtline.client as tl
@@ -24,6 +31,7 @@ from tests.cluster.harness import LocalCluster
 from tests.service.conftest import _no_thoughtline_environment  # noqa: F401 - autouse fixture
 from tests.service.support import running_worker, serve, wait_exit, wait_until
 from thoughtline.cli.demo import sample_files
+from thoughtline.cli.partitions import Master, Move, move_commands
 from thoughtline.contract.partitions import PartitionKeys, partition_of
 from thoughtline.worker.embedded import redis_server_binary
 from thoughtline.worker.settings import Settings, load_settings
@@ -52,8 +60,9 @@ def three_masters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
         cluster.kill()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def with_replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A cluster of its own per test: a failover test leaves a master without a replica."""
     _needs_binaries()
     cluster = LocalCluster(tmp_path_factory.mktemp("replicated"), masters=3, replicas_per_master=1)
     try:
@@ -175,9 +184,10 @@ def _check_exactly_once(
     deltas: dict[str, list[int]] = {}
     for keys in layout:
         for _, fields in client.xrange(keys.deltas):
-            deltas.setdefault(fields[b"id"].decode(), []).append(1)
-    for stream in live:
-        assert len(deltas[stream]) == len(LIVE_CHUNKS), f"{stream}: one delta per chunk"
+            seq = msgspec.json.decode(fields[b"delta"])["seq"]
+            deltas.setdefault(fields[b"id"].decode(), []).append(seq)
+    for stream in live:  # once and in order: seq 0, 1, 2 in the deltas stream
+        assert deltas[stream] == list(range(len(LIVE_CHUNKS))), f"{stream}: {deltas[stream]}"
     for keys in layout:  # each in the partition the rule names (of the count it was sent by)
         for _, fields in client.xrange(keys.output):
             assert partition_of(fields[b"id"], keys.count) == keys.index
@@ -234,21 +244,26 @@ def test_partitions_spread_over_three_masters_and_survive_worker_kills(
     client.close()
 
 
+@pytest.mark.parametrize("partitions", [6, 12])
 def test_failover_and_a_killed_master_lose_and_duplicate_nothing(
-    with_replicas: LocalCluster, tmp_path: Path
+    with_replicas: LocalCluster, tmp_path: Path, partitions: int
 ) -> None:
+    """Workers SIGKILLed, a `CLUSTER FAILOVER` on a replica and a master killed, mid-run:
+    every entry one record or dead letter, each live stream's deltas once and in order."""
     cluster = with_replicas
-    settings = _settings(cluster, 6)
+    settings = _settings(cluster, partitions)
     client = _client(cluster)
     log = tmp_path / "workers.log"
     workers = Workers(settings, log)
     metadata = settings.base_names().metadata_key
     ids = [f"entry-{number}" for number in range(2000)]
+    live = [f"live-{number}" for number in range(2 * partitions)]
     layout = _layout(settings)
     try:
         workers.start(2)
-        _wait(lambda: client.hget(metadata, "count") == b"6", "metadata", log)
+        _wait(lambda: client.hget(metadata, "count") == str(partitions).encode(), "metadata", log)
         _publish(client, settings, ids[:1000])
+        _publish_live_chunks(client, settings, live, 0)
         _wait_replicated(cluster)  # what was published is on the replicas too
         # A planned failover of the master of partition 0, while the workers run.
         first_master = cluster.owner_of(layout[0].slot)
@@ -257,7 +272,9 @@ def test_failover_and_a_killed_master_lose_and_duplicate_nothing(
         _wait(lambda: cluster.owner_of(layout[0].slot) == replica, "failover", log)
         workers.kill_one()
         workers.start()
+        _publish_live_chunks(client, settings, live, 1)
         _publish(client, settings, ids[1000:])
+        client.xadd(layout[-1].input, {"payload": b"{not json", "id": "bad"})
         _wait_replicated(cluster)
         # A crash: SIGKILL of another partition's master; its replica takes over.
         victim = next(
@@ -270,19 +287,44 @@ def test_failover_and_a_killed_master_lose_and_duplicate_nothing(
             "replica promoted",
             log,
         )
+        workers.kill_one()
+        workers.start()
+        _publish_live_chunks(client, settings, live, 2)
         _wait(
             lambda: (
-                sum(client.xlen(keys.output) for keys in layout) >= len(ids)
+                sum(client.xlen(keys.output) for keys in layout) >= len(ids) + len(live)
                 and _pending(client, settings, layout) == 0
             ),
             "every entry finished",
             log,
-            timeout=180,
+            timeout=240,
         )
     finally:
         workers.stop()
-    _check_exactly_once(client, settings, ids, [], [])
+    _check_exactly_once(client, settings, ids, live, ["bad"])
     client.close()
+
+
+def _publish_live_chunks(
+    client: RedisCluster, settings: Settings, streams: list[str], seq: int
+) -> None:
+    """Chunk `seq` of every stream (the last one final); a failover may be under way, so a
+    chunk refused by a node that is no longer master is sent again (the same `seq`: the
+    stream's step applies it once)."""
+    for stream in streams:
+        _wait(
+            lambda stream=stream: tl.publish_live(  # type: ignore[misc]
+                client,  # type: ignore[arg-type]
+                stream,
+                seq,
+                LIVE_CHUNKS[seq],
+                format="openai_chat",
+                final=seq == len(LIVE_CHUNKS) - 1,
+                stream=settings.input_stream,
+            ),
+            f"chunk {seq} of {stream} published",
+            Path("/dev/null"),
+        )
 
 
 def test_growing_from_3_to_6_partitions_under_load_loses_and_duplicates_nothing(
@@ -381,3 +423,81 @@ def _wait_replicated(cluster: LocalCluster) -> None:
         node = redis.Redis(host="127.0.0.1", port=port)
         node.execute_command("WAIT", 1, 5000)
         node.close()
+
+
+async def test_the_partitions_command_shows_each_master_and_the_moves_that_spread_them(
+    three_masters: LocalCluster,
+) -> None:
+    """`thoughtline partitions` on a cluster: each partition's master as `CLUSTER SLOTS` has
+    it; after one partition's slot is moved onto another master, a warning and the one move
+    back, whose `redis-cli` lines, run as printed, spread them evenly again."""
+    cluster = three_masters
+    settings = _settings(cluster, 6)
+    layout = _layout(settings)
+    async with running_worker(settings):  # the metadata, and each partition's streams
+        pass
+    report = _partitions_report(cluster, settings)
+    assert (report["count"], report["cluster"], len(report["masters"])) == (6, True, 3)
+    for shown, keys in zip(report["partitions"], layout, strict=True):
+        assert shown["master"]["address"] == f"127.0.0.1:{cluster.owner_of(keys.slot)}"
+    assert [master["partitions"] for master in report["masters"]] == [2, 2, 2]
+    assert report["spread"]["even"] and report["warnings"] == []
+
+    # A reshard by hand puts partition 0 beside partition 5: 1, 2 and 3 on the masters.
+    source, target = cluster.owner_of(layout[0].slot), cluster.owner_of(layout[5].slot)
+    ids = {master["address"]: master["id"] for master in report["masters"]}
+    move = Move(
+        layout[0],
+        Master(ids[f"127.0.0.1:{source}"], f"127.0.0.1:{source}", ()),
+        Master(ids[f"127.0.0.1:{target}"], f"127.0.0.1:{target}", ()),
+    )
+    _run_redis_cli(move_commands(move))
+    assert cluster.owner_of(layout[0].slot) == target
+    uneven = _partitions_report(cluster, settings)
+    assert sorted(master["partitions"] for master in uneven["masters"]) == [1, 2, 3]
+    assert not uneven["spread"]["even"]
+    assert any("spread unevenly" in warning for warning in uneven["warnings"])
+    (planned,) = uneven["spread"]["moves"]
+    assert planned["from"]["address"] == f"127.0.0.1:{target}"
+    _run_redis_cli(planned["commands"])
+    spread = _partitions_report(cluster, settings)
+    assert [master["partitions"] for master in spread["masters"]] == [2, 2, 2]
+    assert spread["spread"]["even"] and spread["warnings"] == []
+    for keys in layout:  # nothing was left behind on the way: every stream and its group
+        node = _master_client(cluster, keys.slot)
+        assert node.exists(keys.input) and node.xinfo_groups(keys.input)
+        node.close()
+
+
+def _partitions_report(cluster: LocalCluster, settings: Settings) -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-m", "thoughtline.cli", "partitions", "--json"],
+        env={**os.environ, "THOUGHTLINE_REDIS_URL": cluster.url(),
+             "THOUGHTLINE_INPUT_STREAM": settings.input_stream},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def _run_redis_cli(commands: list[str]) -> None:
+    """The printed lines, in order; the keys `CLUSTER GETKEYSINSLOT` lists go to `MIGRATE`."""
+    cli = redis_cli_binary()
+    assert cli is not None
+    listed: list[str] = []
+    for line in commands:
+        arguments = shlex.split(line, comments=True)
+        arguments[0] = str(cli)
+        if "<the" in arguments:
+            if not listed:
+                continue
+            arguments = arguments[: arguments.index("<the")] + listed
+        output = subprocess.run(arguments, capture_output=True, text=True, check=True).stdout
+        assert not output.startswith(("ERR", "(error)")), f"{line}: {output}"
+        if "GETKEYSINSLOT" in arguments:
+            listed = output.split()
+
+
+def _master_client(cluster: LocalCluster, slot: int) -> redis.Redis:
+    return redis.Redis(host="127.0.0.1", port=cluster.owner_of(slot))

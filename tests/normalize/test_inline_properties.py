@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
+import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
@@ -297,6 +298,10 @@ def test_content_is_the_kept_text_in_order(text: str, thought_label: bool) -> No
 def test_thinking_is_the_blocks_joined(text: str, thought_label: bool) -> None:
     result = extract(text, thought_label=thought_label)
     blocks = [span for span in result.spans if span.rule in _CODE_OF_RULE]
+    # Before an orphan closer the text was read as visible text, code tracked, so an opener
+    # that stood in code there stays in thinking (test_an_orphan_region_keeps_its_code below);
+    # this oracle does not track code, so it leaves those texts to that test.
+    assume(not any(_opener_in_orphan_code(text, span) for span in blocks))
     inners = [_inner(text, span) for span in blocks]
     assert [span.reasoning for span in blocks] == [bool(inner.strip()) for inner in inners]
     assert not any(span.reasoning for span in result.spans if span.rule not in _CODE_OF_RULE)
@@ -308,6 +313,29 @@ def test_thinking_is_the_blocks_joined(text: str, thought_label: bool) -> None:
             assert span.start == label_end
         if span.rule == "unclosed_opener":  # the rest, or up to a tool-call marker
             assert span.end == len(text) or text.startswith(TOOL_CALL_MARKERS, span.end)
+
+
+def _opener_in_orphan_code(text: str, span: RemovedSpan) -> bool:
+    """An orphan closer's region holding both a code run and an opener of its dialect."""
+    if span.rule != "orphan_closer" or span.dialect is None:
+        return False
+    body = text[span.start : span.end]
+    has_code = "`" in body or "~" in body
+    return has_code and _without_nested_openers(body, _DIALECT[span.dialect]) != body
+
+
+@pytest.mark.parametrize(
+    ("text", "thinking", "content"),
+    [
+        ("\n```\n<seed:think>\n```\n</seed:think>", "```\n<seed:think>\n```", ""),
+        ("a `<seed:think>` b</seed:think>ans", "a `<seed:think>` b", "ans"),
+        # inside an opened block code is not tracked: the nested opener goes
+        ("<think>a `<think>` b</think>c", "a `` b", "c"),
+    ],
+)
+def test_an_orphan_region_keeps_its_code(text: str, thinking: str, content: str) -> None:
+    result = extract(text)
+    assert (result.thinking, result.content) == (thinking, content)
 
 
 @settings(max_examples=800, deadline=None)

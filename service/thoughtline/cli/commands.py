@@ -5,6 +5,7 @@
     thoughtline inspect [--format F] [FILE...]     the request check offline, one record per file
     thoughtline replay --to F RECORDS.jsonl        the next-turn history from records
     thoughtline schema [--write DIR]               the JSON Schemas of entry and record
+    thoughtline partitions [--json]                where the partitions live, their lag
     thoughtline serve | publish | tail | demo       the service (see thoughtline.cli.service)
     thoughtline --version                          the installed version
 
@@ -57,6 +58,7 @@ def build_parser(*, serving: bool = True) -> argparse.ArgumentParser:
     _add_normalize(subparsers)
     _add_inspect(subparsers)
     _add_schema(subparsers)
+    _add_partitions(subparsers)
     if serving:
         _add_service_commands(subparsers)
     else:
@@ -168,6 +170,40 @@ def _add_schema(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "--write", type=Path, metavar="DIR", help="write entry/record schema files into DIR"
     )
     command.set_defaults(command=run_schema)
+
+
+def _add_partitions(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`thoughtline partitions`: an operator's look at the layout (`cli/partitions.py`); it
+    needs Redis but not the worker, so it is no service command and starts fast."""
+    command = subparsers.add_parser(
+        "partitions",
+        help="show where the partitions live (slot, master) and how far behind each is",
+        description="Show the partitions as the workers wrote them into Redis: the count, per "
+        "partition its hash tag, keys and cluster slot, the master that owns the slot (on a "
+        "Redis Cluster), and its input's length, pending entries and lag. Warns when the "
+        "partitions sit unevenly on the masters and lists the slot moves that spread them "
+        "again. See docs/partitions.md.",
+    )
+    command.add_argument(
+        "--redis-url", help="a node of the deployment (default: $THOUGHTLINE_REDIS_URL)"
+    )
+    command.add_argument(
+        "--stream",
+        help="the configured input stream (default: $THOUGHTLINE_INPUT_STREAM, else "
+        "{thoughtline}:raw)",
+    )
+    command.add_argument(
+        "--group",
+        help="the workers' consumer group (default: $THOUGHTLINE_GROUP, else thoughtline)",
+    )
+    command.add_argument("--json", action="store_true", help="one JSON document, for scripts")
+
+    def run_partitions(arguments: argparse.Namespace) -> int:
+        from thoughtline.cli import partitions
+
+        return partitions.run(arguments)
+
+    command.set_defaults(command=run_partitions)
 
 
 def _add_service_commands(

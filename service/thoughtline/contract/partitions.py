@@ -35,6 +35,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+DEFAULT_INPUT_STREAM: Final = "{thoughtline}:raw"
+DEFAULT_OUTPUT_STREAM: Final = "{thoughtline}:normalized"
+DEFAULT_DEAD_STREAM: Final = "{thoughtline}:dead"
+DEFAULT_DELTAS_STREAM: Final = "{thoughtline}:deltas"
+DEFAULT_CONVERSATION_PREFIX: Final = "{thoughtline}:conversation"
+DEFAULT_GROUP: Final = "thoughtline"
+"""The configured names' defaults (`THOUGHTLINE_INPUT_STREAM`, ..., `THOUGHTLINE_GROUP`): here,
+below the worker, so that producers and the operator's commands know them without it."""
 CLUSTER_SLOTS: Final = 16384
 MAX_PARTITIONS: Final = 256
 """Bounded so that the tag search stays short (about 2N tries per partition) and the

@@ -21,10 +21,8 @@ Every connection is made the same two ways:
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
 
 import redis
 import redis.asyncio as redis_asyncio
@@ -35,25 +33,8 @@ from faststream.redis.configs.state import (
     RedisConnectionState,
 )
 
+from thoughtline.client import CONNECT_TIMEOUT_SECONDS, NO_CLIENT_COMMANDS
 from thoughtline.worker.entries import RepeatedFields
-
-CONNECT_TIMEOUT_SECONDS: Final = 5.0
-
-
-def _no_client_commands() -> dict[str, Any]:
-    options: dict[str, Any] = (
-        {"driver_info": None}  # redis-py 7.2+ (its lib_name / lib_version are deprecated there)
-        if importlib.util.find_spec("redis.driver_info") is not None
-        else {"lib_name": None, "lib_version": None}
-    )
-    if importlib.util.find_spec("redis.maint_notifications") is not None:  # redis-py 7+
-        maintenance = importlib.import_module("redis.maint_notifications")
-        options["maint_notifications_config"] = maintenance.MaintNotificationsConfig(enabled=False)
-    return options
-
-
-NO_CLIENT_COMMANDS: Final = _no_client_commands()
-"""Connection options under which redis-py sends no `CLIENT` command when it connects."""
 
 
 def stream_command_keys(command: str, arguments: Sequence[Any]) -> list[Any] | None:

@@ -28,7 +28,11 @@ from redis.asyncio import Redis, RedisCluster
 from redis.typing import EncodableT, FieldT
 
 from thoughtline.api import is_reasoning_only
-from thoughtline.contract.partitions import PartitionKeys, conversation_key
+from thoughtline.contract.partitions import (
+    DEFAULT_CONVERSATION_PREFIX,
+    PartitionKeys,
+    conversation_key,
+)
 from thoughtline.contract.record import Detection, Record
 from thoughtline.inspection import (
     DEFAULT_REASONING_ONLY_LOOP_LIMIT,
@@ -38,10 +42,7 @@ from thoughtline.inspection import (
     repeated_reasoning,
     thinking_fingerprints,
 )
-from thoughtline.worker.settings import (
-    DEFAULT_CONVERSATION_PREFIX,
-    DEFAULT_CONVERSATION_TTL_SECONDS,
-)
+from thoughtline.worker.settings import DEFAULT_CONVERSATION_TTL_SECONDS
 
 _FINGERPRINT_FIELD: Final = "fp:"
 _SIZE_FIELD: Final = "n:"

@@ -19,17 +19,23 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from thoughtline.contract.errors import ThoughtlineError
-from thoughtline.contract.partitions import MAX_PARTITIONS, BaseNames, PartitionKeys, hash_tag
+from thoughtline.contract.partitions import (
+    DEFAULT_CONVERSATION_PREFIX,
+    DEFAULT_DEAD_STREAM,
+    DEFAULT_DELTAS_STREAM,
+    DEFAULT_GROUP,
+    DEFAULT_INPUT_STREAM,
+    DEFAULT_OUTPUT_STREAM,
+    MAX_PARTITIONS,
+    BaseNames,
+    PartitionKeys,
+    hash_tag,
+)
 from thoughtline.inspection import DEFAULT_REASONING_ONLY_LOOP_LIMIT
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
 
 ENV_PREFIX: Final = "THOUGHTLINE_"
 REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://")
-DEFAULT_INPUT_STREAM: Final = "{thoughtline}:raw"
-DEFAULT_OUTPUT_STREAM: Final = "{thoughtline}:normalized"
-DEFAULT_DEAD_STREAM: Final = "{thoughtline}:dead"
-DEFAULT_DELTAS_STREAM: Final = "{thoughtline}:deltas"
-DEFAULT_CONVERSATION_PREFIX: Final = "{thoughtline}:conversation"
 DEFAULT_CONVERSATION_TTL_SECONDS: Final = 24 * 60 * 60
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
@@ -57,7 +63,7 @@ class Settings(BaseSettings):
     output_stream: str = DEFAULT_OUTPUT_STREAM
     dead_stream: str = DEFAULT_DEAD_STREAM
     deltas_stream: str = DEFAULT_DELTAS_STREAM
-    group: str = Field(default="thoughtline", min_length=1)
+    group: str = Field(default=DEFAULT_GROUP, min_length=1)
     batch_size: int = Field(default=200, ge=1, le=100_000)
     block_ms: int = Field(default=1000, ge=1)
     """How long a read waits; 0 would mean forever in Redis and a shutdown would hang on it."""
