@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final, Literal, NamedTuple
 
+from thoughtline.contract.record import DialectName
 from thoughtline.reasoning.dialects import (
     DIALECTS,
     SUSPECTED_REASONING_OPENINGS,
@@ -386,7 +387,7 @@ BLOCK_END_PREFIXES: Final = {dialect.name: _block_end_prefixes(dialect) for dial
 """Per dialect, what `block_end_hold` needs."""
 
 
-def block_end_hold(text: str, position: int, dialect_name: str) -> int:
+def block_end_hold(text: str, position: int, dialect_name: DialectName) -> int:
     """How many characters at the end of `text` (after `position`) may be the start of a
     block-end marker of the dialect: the longest such suffix (0 if none). A live text inside
     a block gives out all its thinking but these."""
