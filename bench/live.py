@@ -232,8 +232,11 @@ def burst(
     return done, seconds, reader.seen.bytes_at
 
 
-def memory_per_open_stream(url: str, settings: Settings, streams: int, chunks: int) -> float:
-    """The mean `MEMORY USAGE` of the keys an open stream keeps (`<input>:live:*:<stream>`)."""
+def memory_per_open_stream(
+    url: str, settings: Settings, streams: int, chunks: int
+) -> tuple[float, float, float]:
+    """The mean `MEMORY USAGE` of the keys an open stream keeps (`<input>:live:*:<stream>`),
+    of its log alone, and the mean bytes of its chunks' payloads."""
     client = redis.Redis.from_url(url)
     names = [f"open-{chunks}-{number}" for number in range(streams)]
     made = {name: _chat(name, plain_pieces(chunks), finish=False) for name in names}
@@ -250,12 +253,16 @@ def memory_per_open_stream(url: str, settings: Settings, streams: int, chunks: i
         if time.monotonic() > deadline:
             break
         time.sleep(0.05)
-    total = 0
+    total = log = 0
     for name in names:
         for key in client.scan_iter(match=f"{settings.input_stream}:live:*:{name}"):
-            total += int(client.memory_usage(key) or 0)
+            size = int(client.memory_usage(key) or 0)
+            total += size
+            if b":live:log:" in key:
+                log += size
     client.close()
-    return total / streams
+    payloads = sum(len(payload) for made_payloads in made.values() for payload in made_payloads)
+    return total / streams, log / streams, payloads / streams
 
 
 def whole_responses(url: str, settings: Settings, count: int, limit: float) -> tuple[int, float]:
@@ -356,8 +363,12 @@ def main() -> int:
                 f"{rates['100x100'] / whole:.2f} (goal >= 0.5)"
             )
             for streams, chunks in ((100, 100 // scale), (2, 2500 // scale)):
-                per = memory_per_open_stream(server.url, settings, streams, chunks)
-                print(f"Redis memory per open stream of {chunks} chunks: {per / 1024:.1f} KiB")
+                per, log, raw = memory_per_open_stream(server.url, settings, streams, chunks)
+                print(
+                    f"Redis memory per open stream of {chunks} chunks: {per / 1024:.1f} KiB, "
+                    f"of which its log {log / 1024:.1f} KiB (its chunks' payloads: "
+                    f"{raw / 1024:.1f} KiB)"
+                )
         finally:
             fleet.kill_all()
             server.kill()
