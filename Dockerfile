@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # Thoughtline worker image. Stage one builds every wheel (with a compiler, for dependencies
 # that ship no wheel for the target platform); the final stage installs those wheels offline,
-# has no compiler, runs as an unprivileged user and starts `thoughtline serve`.
+# has no compiler, runs as an unprivileged user and starts `thoughtline serve`. The `otel`
+# extra is built in too, so the same image runs `thoughtline export otlp` (docs/otel.md).
 # Pin the base by digest for reproducible builds: --build-arg PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:...
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -17,7 +18,7 @@ RUN apt-get update \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY service ./service
-RUN pip wheel --wheel-dir /wheels .
+RUN pip wheel --wheel-dir /wheels '.[otel]'
 
 FROM ${PYTHON_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \

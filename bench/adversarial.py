@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 
 import thoughtline
-from thoughtline.reasoning.scanner import IncrementalExtractor
+from thoughtline.reasoning.incremental import IncrementalExtractor
 from thoughtline.reasoning.shortcuts import extract
 
 GOAL = 4.0

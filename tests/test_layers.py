@@ -28,7 +28,6 @@ extractor, so it stands above the reasoning layer that the rest of the kit stand
 LAYER_OF_MODULE: tuple[tuple[str, str], ...] = (
     # the most specific prefix first
     ("thoughtline.reading.turn", "turn"),
-    ("thoughtline.streams.live", "api"),  # live entries' front door: checks, frames, dispatches
     ("thoughtline.contract", "contract"),
     ("thoughtline.reading", "reading"),
     ("thoughtline.reasoning", "reasoning"),
@@ -38,6 +37,7 @@ LAYER_OF_MODULE: tuple[tuple[str, str], ...] = (
     ("thoughtline.providers", "providers"),
     ("thoughtline.api", "api"),
     ("thoughtline.explain", "api"),
+    ("thoughtline.live", "api"),  # the live entries' front door: the engine handed its row
     ("thoughtline.worker", "edges"),
     ("thoughtline.cli", "edges"),
     ("thoughtline.capture", "edges"),

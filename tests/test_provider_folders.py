@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from thoughtline.contract.record import KNOWN_FORMATS
 from thoughtline.providers import registry
 
 PACKAGE = Path(__file__).resolve().parents[1] / "service" / "thoughtline"
@@ -22,12 +23,14 @@ WIRE_NAMES: dict[str, tuple[str, ...]] = {
         "message_start",
         "input_json_delta",
         "signature_delta",
+        "cache_creation_input_tokens",
     ),
     "openai_chat": ("chat.completion.chunk",),
     "openai_responses": ("encrypted_content", "response.completed", "output_text"),
     "bedrock_converse": (
         "reasoningText",
         "redactedContent",
+        "cacheWriteInputTokens",
         "toolUseId",
         "contentBlockDelta",
         "messageStart",
@@ -97,12 +100,62 @@ def test_no_provider_wire_name_stands_outside_its_folder() -> None:
 
 
 @pytest.mark.parametrize(
-    ("provider", "name"), [("gemini", "candidates"), ("openai_chat", "reasoning_content")]
+    ("provider", "name", "place"),
+    [
+        ("gemini", "candidates", ""),
+        ("openai_chat", "reasoning_content", ""),
+        # the export is covered too: a name only its mapping writes
+        ("anthropic", "gen_ai.usage.cache_creation.input_tokens", "export/mapping.py"),
+    ],
 )
-def test_a_name_used_outside_its_folder_is_found(provider: str, name: str) -> None:
+def test_a_name_used_outside_its_folder_is_found(provider: str, name: str, place: str) -> None:
     """The check can fail: names that stand in shared code (the record's docs, replay's
-    Chat-shaped message reading) are found when listed as one provider's own."""
-    assert stray_names({provider: (name,)}) != []
+    Chat-shaped message reading, the export's attributes) are found when listed as one
+    provider's own."""
+    found = stray_names({provider: (name,)})
+    assert found != []
+    assert all(place in line for line in found)
+
+
+ENGINES = ("streams", "replay", "inspection")
+"""Format-agnostic folders: handed the row they need, they never name a format."""
+
+ENGINE_EXCEPTIONS: dict[str, str] = {
+    "replay/contents.py": (
+        "convert_contents is public as `thoughtline.replay.convert_contents(contents, to)`, "
+        "a Gemini-style history to a named OpenAI format"
+    ),
+}
+
+
+def format_names_in_engines(names: frozenset[str]) -> list[str]:
+    """Code strings of the engine folders that are a format's name (a test of `== "x"`)."""
+    found = []
+    for folder in ENGINES:
+        for path in sorted((PACKAGE / folder).rglob("*.py")):
+            relative = path.relative_to(PACKAGE).as_posix()
+            if relative in ENGINE_EXCEPTIONS:
+                continue
+            found.extend(
+                f"{relative}:{line}: {value}"
+                for line, value in _code_strings(path)
+                if value in names
+            )
+    return found
+
+
+def test_no_engine_names_a_format() -> None:
+    assert format_names_in_engines(frozenset(KNOWN_FORMATS)) == []
+
+
+def test_a_format_name_in_an_engine_is_found() -> None:
+    """The check can fail: an engine's own words, listed as a format's name, are found."""
+    assert format_names_in_engines(frozenset({"role"})) != []
+
+
+def test_every_engine_exception_still_names_a_format() -> None:
+    for place in ENGINE_EXCEPTIONS:
+        assert any(value in KNOWN_FORMATS for _, value in _code_strings(PACKAGE / place)), place
 
 
 def test_every_exception_is_still_needed() -> None:

@@ -23,13 +23,20 @@ def test_every_row_is_complete() -> None:
     for row in registry.FORMAT_ROWS:
         for field in fields(row):
             value = getattr(row, field.name)
-            if field.name in {"replay_parts", "stream_family", "tool_turn_reasoning"}:
-                continue  # None is a meaning there: Chat-shaped / its own shape / none asked
+            if field.name in {
+                "replay_parts",
+                "replay_message",
+                "stream_family",
+                "tool_turn_reasoning",
+            }:
+                continue  # None is a meaning there: Chat-shaped / a part list / its own shape
+                # / none asked
             assert value is not None, (row.name, field.name)
         assert callable(row.body.normalize), row.name
         assert row.history_field in {"contents", "input", "messages"}, row.name
         assert row.stream_family is None or row.stream_family in KNOWN_FORMATS, row.name
         assert row.message_shaped == (row.replay_parts is None)
+        assert row.message_shaped == (row.replay_message is not None), row.name
 
 
 def test_no_module_keeps_a_table_keyed_by_format_names() -> None:

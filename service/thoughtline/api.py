@@ -70,8 +70,7 @@ def normalize(
 
     Raises `NormalizeError` (with a stable `reason`) for anything that cannot be normalized.
     """
-    checked = check_payload(payload, format, meta=meta, max_payload_bytes=max_payload_bytes)
-    return _read(checked, record_id)[0]
+    return _read(payload, format, record_id, meta, max_payload_bytes)[0]
 
 
 def normalize_explained(
@@ -82,9 +81,8 @@ def normalize_explained(
 ) -> tuple[Record, list[VisibleTextReading]]:
     """`normalize`, plus how inline extraction read each visible text the record was built
     from (what `thoughtline normalize --explain` reports); the same checks and errors."""
-    checked = check_payload(payload, format, max_payload_bytes=max_payload_bytes)
     readings: list[VisibleTextReading] = []
-    record = _read(checked, None, explained=readings)[0]
+    record = _read(payload, format, None, None, max_payload_bytes, explained=readings)[0]
     return record, readings
 
 
@@ -99,8 +97,7 @@ def normalize_with_deltas(
     """The record and its deltas from one pass over the payload (what the worker publishes
     for `deltas=1` entries); the same checks and errors as `normalize`. A non-streamed body
     gives one final delta."""
-    checked = check_payload(payload, format, meta=meta, max_payload_bytes=max_payload_bytes)
-    record, assembly = _read(checked, record_id)
+    record, assembly = _read(payload, format, record_id, meta, max_payload_bytes)
     if assembly is None:
         return record, [whole_body_delta(record, record_id)]
     return record, stream_deltas(record, assembly.pieces, record_id or record.id)
@@ -190,12 +187,18 @@ def is_reasoning_only(record: Record) -> bool:
 
 
 def _read(
-    checked: CheckedPayload,
+    payload: bytes | str,
+    format: str | None,
     record_id: str | None,
+    meta: bytes | str | None,
+    max_payload_bytes: int,
+    *,
     explained: list[VisibleTextReading] | None = None,
 ) -> tuple[Record, Assembly | None]:
-    """One body, read by its format's body reader; or a recorded stream (assembly given).
-    `explained`, when given, receives the visible-text reading the record was built from."""
+    """What every response entry point does: check the payload, then read one body by its
+    format's body reader, or a recorded stream (assembly given). `explained`, when given,
+    receives the visible-text reading the record was built from."""
+    checked = check_payload(payload, format, meta=meta, max_payload_bytes=max_payload_bytes)
     if checked.format is not None:  # the usual entry: one body, no look at its framing first
         row = format_named(checked.format)
         try:
@@ -224,7 +227,11 @@ def _is_recorded_stream(body: bytes, refusal: NormalizeError) -> bool:
     The one-event case is decided here, after the refusal, and not before reading: asking
     every body whether it is a stream event (`is_stream_event`, a decode of its top-level
     shape) costs 18-24% of `normalize`'s own time per body of every format
-    (bench/stream_probe.py), paid on the usual path for a payload that is rare."""
+    (bench/stream_probe.py), paid on the usual path for a payload that is rare. No cheaper
+    test decides it exactly: the member that names an event may stand anywhere in the object
+    (recordings often sort their keys), so a look at the first bytes misses real events, and
+    a search of the whole body for every event name costs more than the read itself
+    (bench/stream_probe.py --gates)."""
     if holds_several_chunks(body):
         return True
     return refusal.reason == "invalid_payload" and is_stream_event(body)

@@ -32,7 +32,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 import redis
@@ -55,6 +55,8 @@ from thoughtline.contract.record import decode as decode_record
 INPUT_STREAM: Final = DEFAULT_INPUT_STREAM
 OUTPUT_STREAM: Final = DEFAULT_OUTPUT_STREAM
 DELTAS_STREAM: Final = DEFAULT_DELTAS_STREAM
+READ_BLOCK_MS: Final = 1000
+"""How long the readers (`records`, `arecords`, `live_deltas`) wait in one read for more."""
 
 Payload = bytes | str | Mapping[str, Any]
 
@@ -207,7 +209,7 @@ def records(
     consumer: str,
     stream: str = OUTPUT_STREAM,
     count: int = 100,
-    block_ms: int = 1000,
+    block_ms: int = READ_BLOCK_MS,
     stop_when_idle: bool = False,
 ) -> Iterator[Message]:
     """Records in `group` (created at the stream start if missing), yours pending first."""
@@ -232,7 +234,7 @@ def records(
                 continue
             yield Message(_text(entry_id), _record(fields), _acker(client, stream, group, entry_id))
         if read_id != ">":
-            read_id = _text(page[-1][0])  # history: go on after what was just handed out
+            read_id = _text(page[-1].entry_id)  # history: go on after what was just handed out
 
 
 async def arecords(
@@ -242,7 +244,7 @@ async def arecords(
     consumer: str,
     stream: str = OUTPUT_STREAM,
     count: int = 100,
-    block_ms: int = 1000,
+    block_ms: int = READ_BLOCK_MS,
     stop_when_idle: bool = False,
 ) -> AsyncIterator[AsyncMessage]:
     """`records` for `redis.asyncio`; `await message.ack()`."""
@@ -273,7 +275,7 @@ async def arecords(
             ack = _async_acker(client, stream, group, entry_id)
             yield AsyncMessage(_text(entry_id), _record(fields), ack)
         if read_id != ">":
-            read_id = _text(page[-1][0])
+            read_id = _text(page[-1].entry_id)
 
 
 class Accumulations:
@@ -312,7 +314,7 @@ def live_deltas(
     stream: str = DELTAS_STREAM,
     start: str = "0",
     count: int = 100,
-    block_ms: int = 1000,
+    block_ms: int = READ_BLOCK_MS,
     stop_when_idle: bool = False,
 ) -> Iterator[Delta]:
     """Live deltas from `start` on (`XREAD`: every reader sees all), each with its
@@ -362,7 +364,15 @@ ROUTES_TTL_SECONDS: Final = 5.0
 """How long a client keeps the partitions it read: a change of the count is seen this late (the
 workers go on reading the partitions of the earlier count, so nothing is lost meanwhile)."""
 _NO_ROUTES: Final = "none"
-_routes_cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, Routes | None]]] = (
+
+
+class _CachedRoutes(NamedTuple):
+    expires: float
+    """When they are read again (`time.monotonic()`)."""
+    routes: Routes | None
+
+
+_routes_cache: weakref.WeakKeyDictionary[Any, dict[str, _CachedRoutes]] = (
     weakref.WeakKeyDictionary()
 )
 _spread = itertools.count()
@@ -374,16 +384,18 @@ def _metadata_key(stream: str) -> str | None:
     return None if tag is None else BaseNames(stream, "", "", "", "").metadata_key
 
 
-def _cached(client: Any, key: str) -> tuple[bool, Routes | None]:
+def _cached(client: Any, key: str) -> _CachedRoutes | None:
+    """What this client read for `key` less than `ROUTES_TTL_SECONDS` ago, or None."""
     found = _routes_cache.get(client, {}).get(key)
-    if found is None or found[0] < time.monotonic():
-        return False, None
-    return True, found[1]
+    if found is None or found.expires < time.monotonic():
+        return None
+    return found
 
 
 def _remember(client: Any, key: str, fields: Any) -> Routes | None:
     found = parse_metadata(fields) if fields else None
-    _routes_cache.setdefault(client, {})[key] = (time.monotonic() + ROUTES_TTL_SECONDS, found)
+    expires = time.monotonic() + ROUTES_TTL_SECONDS
+    _routes_cache.setdefault(client, {})[key] = _CachedRoutes(expires, found)
     return found
 
 
@@ -393,9 +405,9 @@ def routes(client: redis.Redis, stream: str) -> Routes | None:
     key = _metadata_key(stream)
     if key is None:
         return None
-    known, found = _cached(client, key)
-    if known:
-        return found
+    cached = _cached(client, key)
+    if cached is not None:
+        return cached.routes
     try:
         fields = client.hgetall(key)
     except redis.ResponseError:  # an ACL without HGETALL, a key of another type: none
@@ -408,9 +420,9 @@ async def aroutes(client: redis_asyncio.Redis, stream: str) -> Routes | None:
     key = _metadata_key(stream)
     if key is None:
         return None
-    known, found = _cached(client, key)
-    if known:
-        return found
+    cached = _cached(client, key)
+    if cached is not None:
+        return cached.routes
     try:
         fields = await client.hgetall(key)
     except redis.ResponseError:
@@ -495,11 +507,11 @@ def _messages(
     client: redis.Redis,
     stream: str,
     group: str,
-    page: list[tuple[bytes, dict[bytes, bytes]]],
+    page: list[_StreamEntry],
     read_ids: dict[str, str],
 ) -> Iterator[Message]:
     if read_ids[stream] != ">":
-        read_ids[stream] = _text(page[-1][0]) if page else ">"
+        read_ids[stream] = _text(page[-1].entry_id) if page else ">"
     for entry_id, fields in page:
         if fields:  # else deleted from the stream while pending: nothing to hand out
             yield Message(_text(entry_id), _record(fields), _acker(client, stream, group, entry_id))
@@ -539,7 +551,7 @@ async def _apartitioned_records(
             pages = [(stream, _page(response))]
         for stream, page in pages:
             if read_ids[stream] != ">":
-                read_ids[stream] = _text(page[-1][0]) if page else ">"
+                read_ids[stream] = _text(page[-1].entry_id) if page else ">"
             for entry_id, fields in page:
                 if fields:
                     ack = _async_acker(client, stream, group, entry_id)
@@ -554,11 +566,17 @@ def ensure_group(client: redis.Redis, stream: str, group: str) -> None:
             raise
 
 
-def _page(response: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
+class _StreamEntry(NamedTuple):
+    entry_id: bytes
+    fields: dict[bytes, bytes]
+
+
+def _page(response: Any) -> list[_StreamEntry]:
+    """The entries of a one-stream XREAD/XREADGROUP reply (`[(stream, [(id, fields)])]`)."""
     if not response:
         return []
-    page: list[tuple[bytes, dict[bytes, bytes]]] = response[0][1]
-    return page
+    [(_stream, entries)] = response
+    return [_StreamEntry(entry_id, fields) for entry_id, fields in entries]
 
 
 def _record(fields: Mapping[bytes, bytes]) -> Record:

@@ -21,13 +21,24 @@ counted also when a script runs them."""
 
 
 class LocalCluster:
-    def __init__(self, root: Path, masters: int, replicas_per_master: int = 0) -> None:
+    def __init__(
+        self,
+        root: Path,
+        masters: int,
+        replicas_per_master: int = 0,
+        node_timeout_ms: int | None = 2000,
+    ) -> None:
+        """`node_timeout_ms`: how soon a silent node counts as failed (short, for failovers);
+        None keeps Redis's own (15 s: a loaded machine never fails a cluster that is fine)."""
         self.masters = masters
         self.replicas_per_master = replicas_per_master
+        timeout = (
+            () if node_timeout_ms is None else ("--cluster-node-timeout", str(node_timeout_ms))
+        )
         self.nodes = [
             RedisServer(root / f"node-{number}", "--cluster-enabled", "yes",
                         "--cluster-config-file", "nodes.conf", "--appendonly", "no",
-                        "--cluster-node-timeout", "2000", port=_port_with_free_bus_port())
+                        *timeout, port=_port_with_free_bus_port())
             for number in range(masters * (1 + replicas_per_master))
         ]  # fmt: skip
 

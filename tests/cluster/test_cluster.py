@@ -8,8 +8,6 @@ deliberately names a node that does *not* own that slot: every command must be r
 
 from __future__ import annotations
 
-import random
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,7 +17,8 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from tests.chaos.servers import RedisServer, redis_cli_binary
+from tests.chaos.servers import redis_cli_binary
+from tests.cluster.harness import LocalCluster
 from tests.service.conftest import _no_thoughtline_environment  # noqa: F401 - autouse fixture
 from tests.service.support import (
     publish_many,
@@ -38,37 +37,19 @@ from thoughtline.worker.settings import Settings, load_settings
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 GOOD = next(s for s in sample_files() if s.name == "anthropic.thinking-block.json").read_bytes()
 NODE_COUNT = 3
-CLUSTER_BUS_OFFSET = 10_000
 DEFAULT_NAMES = Settings().stream_keys()
 
 
 @pytest.fixture(scope="module")
 def cluster_ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[int]]:
     """Three masters, no replicas, every slot covered; torn down after the module."""
-    cli = redis_cli_binary()
-    if redis_server_binary() is None or cli is None:
+    if redis_server_binary() is None or redis_cli_binary() is None:
         pytest.skip("needs redis-server and redis-cli (apt: redis-server, redis-tools)")
-    root = tmp_path_factory.mktemp("cluster")
-    nodes = [
-        RedisServer(root / f"node-{number}", "--cluster-enabled", "yes",
-                    "--cluster-config-file", "nodes.conf", "--appendonly", "no",
-                    port=_port_with_free_bus_port())
-        for number in range(NODE_COUNT)
-    ]  # fmt: skip
+    local = LocalCluster(tmp_path_factory.mktemp("cluster"), NODE_COUNT, node_timeout_ms=None)
     try:
-        for node in nodes:
-            node.start()
-        addresses = [f"127.0.0.1:{node.port}" for node in nodes]
-        subprocess.run(
-            [cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
-            check=True, capture_output=True, timeout=60,
-        )  # fmt: skip
-        for node in nodes:
-            _wait_for_cluster_ok(node.port)
-        yield [node.port for node in nodes]
+        yield local.start().ports
     finally:
-        for node in nodes:
-            node.kill()
+        local.kill()
 
 
 @pytest.fixture
@@ -142,33 +123,6 @@ async def test_entries_left_by_a_dead_consumer_are_reclaimed_on_a_cluster(
 
 def _pending(cluster: RedisCluster, settings: Settings) -> int:
     return int(cluster.xpending(settings.input_stream, settings.group)["pending"])
-
-
-def _port_with_free_bus_port() -> int:
-    """A free port whose cluster bus port (port + 10000, so at most 55535) is free as well."""
-    for _ in range(200):
-        port = random.randint(20_000, 45_000)
-        if _bindable(port) and _bindable(port + CLUSTER_BUS_OFFSET):
-            return port
-    raise AssertionError("no free port pair for a cluster node")
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _wait_for_cluster_ok(port: int, timeout: float = 20.0) -> None:
-    node = redis.Redis(host="127.0.0.1", port=port)
-    deadline = time.monotonic() + timeout
-    while node.cluster("info")["cluster_state"] != "ok":
-        assert time.monotonic() < deadline, f"node {port}: cluster_state never became ok"
-        time.sleep(0.1)
-    node.close()
 
 
 def _wait_for(condition: object, worker: subprocess.Popen[bytes], log: Path) -> None:

@@ -31,7 +31,8 @@ CUSTOM_RESOURCE_KINDS = frozenset(
     {"ServiceMonitor", "PrometheusRule", "ScaledObject", "TriggerAuthentication"}
 )
 
-# The value sets CI renders, lints and validates: defaults, and every optional resource on.
+# The value sets CI renders, lints and validates: defaults, every optional resource on, and the
+# OTLP export.
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "keda-servicemonitor": {
@@ -49,6 +50,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
         },
         "extraEnv": [{"name": "PYTHONFAULTHANDLER", "value": "1"}],
         "image": {"digest": "sha256:" + "0" * 64},
+    },
+    "export": {
+        "export": {
+            "enabled": True,
+            "replicas": 2,
+            "otlp": {
+                "endpoint": "https://otlp.example.com",
+                "headersSecret": {"name": "otlp-auth"},
+                "compression": "gzip",
+            },
+            "content": {"thinking": False},
+            "collectorTo": [{"ipBlock": {"cidr": "10.0.0.0/8"}}],
+        },
     },
 }
 

@@ -8,6 +8,7 @@ structural checks are what can be verified offline.
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,18 @@ def test_the_image_is_multi_stage_with_wheels_built_first() -> None:
     assert len(stages) == 2 and stages[0].endswith("AS build")
     assert any("pip wheel" in arguments for keyword, arguments in instructions if keyword == "RUN")
     assert "slim" in dict(instructions)["ARG"]
+
+
+def test_the_image_carries_the_otel_extra_for_the_export() -> None:
+    """The chart's export Deployment runs `thoughtline export otlp` in the same image."""
+    wheels = [
+        arguments
+        for keyword, arguments in _instructions()
+        if keyword == "RUN" and "pip wheel" in arguments
+    ]
+    assert len(wheels) == 1 and re.search(r"\.\[([^]]*,)?otel(,[^]]*)?\]", wheels[0])
+    extras = tomllib.loads((chart.ROOT / "pyproject.toml").read_text())["project"]
+    assert "otel" in extras["optional-dependencies"]
 
 
 def test_the_final_stage_has_no_compiler_and_installs_only_the_built_wheels() -> None:

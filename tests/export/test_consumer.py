@@ -215,3 +215,22 @@ def test_a_batch_too_large_for_the_collector_goes_in_halves(
         < BATCH
     )
     assert pending(client, stream) == 0
+
+
+def test_failed_exports_pause_along_the_configured_steps(client: redis.Redis, stream: str) -> None:
+    publish(client, stream, 1)
+    answers = iter([False, False, False, False, True])
+    chosen = ExportSettings(consumer="c", block_ms=20, retry_pauses_seconds=(0.01, 0.02, 0.03))
+    export = OtlpExport(client, stream, lambda spans: next(answers), chosen)
+    export.ensure_group()
+    waits: list[float | None] = []
+
+    class Recording(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append(timeout)
+            return False
+
+    export._stopping = Recording()
+    assert export.step() == 1
+    assert waits == [0.01, 0.02, 0.03, 0.03]
+    assert export.counts.failed_exports == 4

@@ -427,3 +427,25 @@ def test_bedrock_cache_writes_are_read_from_its_usage() -> None:
         PUBLISHED_MS,
     )
     assert span.attributes["gen_ai.usage.cache_creation.input_tokens"] == 7
+
+
+@pytest.mark.parametrize(
+    ("format_name", "provider", "usage", "expected"),
+    [
+        ("bedrock_converse", "amazon_bedrock", b'{"cacheWriteInputTokenCount":5}', 5),
+        ("bedrock_converse", "amazon_bedrock", b'{"inputTokens":3}', None),
+        ("anthropic", "anthropic", b'{"cache_creation_input_tokens":"3"}', None),
+        ("anthropic", "anthropic", b"[1]", None),
+        # a Chat-shaped usage names no cache writes of its own: another format's name is not read
+        ("openai_chat", "openai", b'{"cache_creation_input_tokens":4}', None),
+    ],
+    ids=["bedrock-older-name", "bedrock-none", "not-an-integer", "not-an-object", "chat"],
+)
+def test_cache_writes_come_from_the_format_s_own_usage_reader(
+    format_name: str, provider: str, usage: bytes, expected: int | None
+) -> None:
+    span = span_of(
+        record(format=format_name, provider=provider, native_usage=msgspec.Raw(usage)),
+        PUBLISHED_MS,
+    )
+    assert span.attributes.get("gen_ai.usage.cache_creation.input_tokens") == expected

@@ -5,15 +5,15 @@ byte-identical, leak events, and Phoenix's own reading of the GenAI conventions 
 `llm.output_messages` with a `reasoning` content part).
 
 Phoenix is large, so it is not in the `test` extra: install it (`pip install arize-phoenix`,
-in this environment or any other whose `phoenix` command is on PATH) and run
-`pytest -m phoenix tests/export`; without it these tests skip, saying so.
+in this environment or in a virtualenv of its own) and run `pytest -m phoenix tests/export`,
+with THOUGHTLINE_PHOENIX naming its `phoenix` command unless that is on PATH (`.ci/run` does
+so with `.venv-phoenix`); without it these tests skip, saying why.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import threading
@@ -28,19 +28,13 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from tests.export.conventions import golden_records
+from tests.export.phoenix import phoenix_command
 from thoughtline.contract.record import Record
 from thoughtline.export import otlp
 from thoughtline.export.mapping import span_of
 
-PHOENIX = shutil.which("phoenix")
-pytestmark = [
-    pytest.mark.phoenix,
-    pytest.mark.skipif(
-        PHOENIX is None,
-        reason="Arize Phoenix is not installed (no `phoenix` command on PATH): "
-        "pip install arize-phoenix to run the export against it",
-    ),
-]
+PHOENIX, WHY_NOT = phoenix_command(os.environ)
+pytestmark = [pytest.mark.phoenix, pytest.mark.skipif(PHOENIX is None, reason=WHY_NOT)]
 
 GOLDEN = {name: msgspec.structs.replace(record, id=name) for name, record in golden_records()}
 FORMATS = sorted({record.format for record in GOLDEN.values()})

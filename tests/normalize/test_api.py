@@ -132,3 +132,15 @@ def test_a_negative_token_count_is_invalid_usage_and_no_count_is_kept() -> None:
     assert record.usage == thoughtline.Usage()
     assert [d.code for d in record.detections] == ["invalid_usage"]
     assert bytes(record.native_usage or b"") == usage
+
+
+def test_a_checked_payload_carries_its_format_typed_and_an_unknown_one_is_refused() -> None:
+    from thoughtline.contract.record import KNOWN_FORMATS, is_format_name
+    from thoughtline.reading.payload import check_payload
+
+    assert all(is_format_name(name) for name in KNOWN_FORMATS)
+    assert not is_format_name("openai")
+    assert check_payload(b"{}", "ollama").format == "ollama"
+    assert check_payload(b"{}", None).format is None
+    with pytest.raises(thoughtline.UnknownFormatError, match="unknown format 'openai'"):
+        check_payload(b"{}", "openai")

@@ -16,8 +16,8 @@ from textwrap import dedent
 import pytest
 
 import thoughtline
+from thoughtline.reasoning.incremental import IncrementalExtractor
 from thoughtline.reasoning.results import InlineDetection
-from thoughtline.reasoning.scanner import IncrementalExtractor
 from thoughtline.reasoning.shortcuts import extract
 
 

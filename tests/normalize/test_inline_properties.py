@@ -21,8 +21,8 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from thoughtline.reasoning.dialects import DIALECTS, TOOL_CALL_MARKERS, Dialect
+from thoughtline.reasoning.incremental import IncrementalExtractor, extract_chunks
 from thoughtline.reasoning.results import InlineExtraction, RemovedSpan
-from thoughtline.reasoning.scanner import IncrementalExtractor, extract_chunks
 from thoughtline.reasoning.shortcuts import extract
 
 MARKERS = sorted(
@@ -614,11 +614,11 @@ FENCE_HEAVY = st.lists(
 def test_skipping_fenced_lines_reads_as_the_walk_reads(text: str, thought_label: bool) -> None:
     import pytest
 
-    from thoughtline.reasoning import scanner
+    from thoughtline.reasoning import code_context, scanner
 
     fast = scanner.scan(text, thought_label=thought_label)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(scanner, "FENCED_LINES", re.compile("(?!)"))  # never skips: the walk
+        patch.setattr(code_context, "FENCED_LINES", re.compile("(?!)"))  # never skips: the walk
         walked = scanner.scan(text, thought_label=thought_label)
     assert fast == walked
     chunks = [text[start : start + 5] for start in range(0, len(text), 5)]

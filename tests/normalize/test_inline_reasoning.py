@@ -17,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.normalize.peer_overrides import NESTED_OPENER_CASES, ours, ours_codes
+from thoughtline.reasoning.incremental import IncrementalExtractor, extract_chunks
 from thoughtline.reasoning.results import InlineDetection, InlineExtraction
-from thoughtline.reasoning.scanner import IncrementalExtractor, extract_chunks, scan
+from thoughtline.reasoning.scanner import scan
 from thoughtline.reasoning.shortcuts import extract
 
 T, ORPHAN, U = "inline_tag", "orphan_close_tag", "unclosed_open_tag"
@@ -388,19 +389,21 @@ _NEW_DIALECT_SCRIPT = """
 import importlib
 import json
 
-from thoughtline.reasoning import dialects, markers, scanner, search, shortcuts, sinks
+from thoughtline.reasoning import (
+    code_context, dialects, incremental, markers, scanner, search, shortcuts, sinks
+)
 
 # A dialect whose markers start with a character no other marker starts with, added to the
 # table; everything compiled from the table is compiled anew, in the order of the imports.
 new = dialects.Dialect("test", "token", ("⟦think⟧",), ("⟦/think⟧",))
 dialects.DIALECTS = (*dialects.DIALECTS, new)
-for module in (markers, search, sinks, scanner, shortcuts):
+for module in (markers, search, sinks, code_context, scanner, incremental, shortcuts):
     importlib.reload(module)
-extract, extract_chunks = shortcuts.extract, scanner.extract_chunks
+extract, extract_chunks = shortcuts.extract, incremental.extract_chunks
 
 text = "⟦think⟧plan⟦/think⟧answer"
 whole = extract(text)
-live = scanner.IncrementalExtractor()
+live = incremental.IncrementalExtractor()
 fed = [live.feed(character) for character in text] + [live.flush()]
 recorded, contents, thinkings = extract_chunks(list(text))
 print(json.dumps({

@@ -18,7 +18,7 @@ import json
 import pytest
 
 import thoughtline
-from thoughtline.reasoning.scanner import IncrementalExtractor
+from thoughtline.reasoning.incremental import IncrementalExtractor
 from thoughtline.reasoning.shortcuts import extract
 
 MAGISTRAL_CARD = "https://huggingface.co/mistralai/Magistral-Small-2507"

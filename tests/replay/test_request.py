@@ -9,7 +9,8 @@ import pytest
 
 from thoughtline.api import inspect_request, normalize_request
 from thoughtline.contract.errors import NormalizeError, UnknownFormatError
-from thoughtline.providers.detection import detect_request_format
+from thoughtline.providers.detection import REQUEST_RULES, detect_request_format
+from thoughtline.providers.registry import FORMAT_ROWS
 
 THINKING = (
     "The user wants the capital of France, which is a simple geography fact.\n"
@@ -331,3 +332,10 @@ def test_chat_tools_and_tool_choice_stay_chat() -> None:
     }
     assert detect_request_format(body) == "openai_chat"
     assert detect_request_format({**body, "tool_choice": "auto"}) == "openai_chat"
+
+
+def test_request_rules_reach_every_format() -> None:
+    """Every row's request probe stands in the one ordered list request detection walks."""
+    assert {rule.row.name for rule in REQUEST_RULES} == {row.name for row in FORMAT_ROWS}
+    for rule in REQUEST_RULES:
+        assert rule.probe is rule.row.shape.request or rule.probe is rule.row.shape.late_request

@@ -16,7 +16,7 @@ import redis.asyncio as redis_asyncio
 
 import thoughtline
 from tests.streams.live_entries import accumulate, run_live
-from thoughtline.streams.live import LiveState, LiveStream
+from thoughtline.live import LiveState, LiveStream
 from thoughtline.worker.commit import Committer
 from thoughtline.worker.entries import DeliveredEntry, process
 from thoughtline.worker.group import ensure_group

@@ -23,15 +23,19 @@ def test_the_delay_doubles_up_to_the_longest_and_resets() -> None:
     assert backoff.delay == 0.1
 
 
-def test_wait_sleeps_the_delay_capped_by_at_most_then_doubles(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    slept: list[float] = []
+@pytest.fixture
+def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """What the retry module's sleeps were asked to sleep (they return at once)."""
+    asked: list[float] = []
 
     async def sleep(seconds: float) -> None:
-        slept.append(seconds)
+        asked.append(seconds)
 
     monkeypatch.setattr(retry.asyncio, "sleep", sleep)
+    return asked
+
+
+def test_wait_sleeps_the_delay_capped_by_at_most_then_doubles(slept: list[float]) -> None:
     backoff = Backoff(first=0.4, longest=5.0)
     asyncio.run(backoff.wait())
     asyncio.run(backoff.wait(at_most=0.5))
@@ -42,3 +46,18 @@ def test_wait_sleeps_the_delay_capped_by_at_most_then_doubles(
 def test_the_defaults_are_read_when_a_backoff_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(retry, "RETRY_FIRST_SECONDS", 0.01)
     assert Backoff().delay == 0.01
+
+
+def test_fixed_steps_are_taken_in_order_the_last_repeated_and_reset() -> None:
+    backoff = Backoff(steps=(0.5, 1.0, 30.0))
+    assert [backoff.take() for _ in range(5)] == [0.5, 1.0, 30.0, 30.0, 30.0]
+    backoff.reset()
+    assert (backoff.first, backoff.longest, backoff.take()) == (0.5, 30.0, 0.5)
+
+
+def test_sleep_waits_the_delay_without_growing_it(slept: list[float]) -> None:
+    backoff = Backoff(first=0.3, longest=5.0)
+    asyncio.run(backoff.sleep())
+    asyncio.run(backoff.sleep())
+    assert slept == [0.3, 0.3]
+    assert backoff.delay == 0.3

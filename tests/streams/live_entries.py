@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from thoughtline.contract.record import Delta, Record
-from thoughtline.streams.framing import frame
-from thoughtline.streams.live import (
+from thoughtline.live import (
     LiveChunk,
     LiveStep,
     LiveStream,
     decode_state,
     encode_state,
 )
+from thoughtline.streams.framing import frame
 
 
 def live_payloads(recording: bytes) -> list[bytes]:

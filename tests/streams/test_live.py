@@ -18,7 +18,7 @@ import thoughtline
 from tests.corpus.notes import CORPUS
 from tests.streams.live_entries import accumulate, live_payloads, run_live, run_steps
 from thoughtline.contract.record import Delta
-from thoughtline.streams.live import (
+from thoughtline.live import (
     STATE_VERSION,
     LiveChunk,
     LiveOrderError,

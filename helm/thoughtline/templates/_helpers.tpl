@@ -144,3 +144,51 @@ and the worker refuses to start otherwise.
 {{- printf "%s-redis" (include "thoughtline.fullname" .) }}
 {{- end }}
 {{- end }}
+
+{{/*
+The export (`thoughtline export otlp`, `export.enabled`): pods of their own name label, so that
+the workers' selectors (Deployment, Service, PodDisruptionBudget, NetworkPolicy) never match them.
+*/}}
+{{- define "thoughtline.exportName" -}}
+{{- printf "%s-export" (include "thoughtline.fullname" . | trunc 56 | trimSuffix "-") }}
+{{- end }}
+
+{{- define "thoughtline.exportSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-export" (include "thoughtline.name" . | trunc 56 | trimSuffix "-") }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "thoughtline.exportLabels" -}}
+helm.sh/chart: {{ include "thoughtline.chart" . }}
+{{ include "thoughtline.exportSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: export
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Fail at render time what the export could not run with. */}}
+{{- define "thoughtline.checkExport" -}}
+{{- if not (or .Values.export.otlp.endpoint .Values.export.otlp.tracesEndpoint) }}
+{{- fail "export.enabled needs export.otlp.endpoint or export.otlp.tracesEndpoint: where the spans go" }}
+{{- end }}
+{{- if gt (int .Values.config.partitions) 1 }}
+{{- fail "export.enabled reads one output stream: it does not follow config.partitions > 1 yet" }}
+{{- end }}
+{{- end }}
+
+{{/* The collector's TCP ports, comma-separated: export.collectorPorts, else the endpoint URL's. */}}
+{{- define "thoughtline.exportCollectorPorts" -}}
+{{- if .Values.export.collectorPorts }}
+{{- join "," .Values.export.collectorPorts }}
+{{- else }}
+{{- $url := urlParse (default .Values.export.otlp.endpoint .Values.export.otlp.tracesEndpoint) }}
+{{- $port := regexFind ":[0-9]+$" $url.host }}
+{{- if $port }}
+{{- trimPrefix ":" $port }}
+{{- else if eq $url.scheme "https" }}
+{{- print "443" }}
+{{- else }}
+{{- print "80" }}
+{{- end }}
+{{- end }}
+{{- end }}

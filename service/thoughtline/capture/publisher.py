@@ -28,7 +28,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import prometheus_client
 import redis
@@ -36,6 +36,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from thoughtline.capture.exchanges import Capture, LivePiece, entries_of, live_entry_of
 from thoughtline.client import INPUT_STREAM, input_stream, routes
+from thoughtline.worker.retry import Backoff
 
 __all__ = ["DROP_REASONS", "DropReason", "Publisher", "shared_publisher", "shutdown"]
 
@@ -49,10 +50,19 @@ DROP_REASONS: Final[tuple[DropReason, ...]] = (
     "shutdown",
 )
 
+CLOSE_TIMEOUT_SECONDS: Final = 2.0
+"""How long closing a transport, or the exit, waits for what is buffered to be sent."""
 _RETRY_AFTER_SECONDS: Final = (0.1, 0.5, 1.0, 2.0, 5.0)
 """Pause after a failed pipeline, growing while Redis stays unusable."""
 
-_counters: dict[int, tuple[CollectorRegistry, Counter]] = {}
+
+class _RegisteredCounter(NamedTuple):
+    registry: CollectorRegistry
+    """Kept, so that an id reused by a later registry is not taken for this one."""
+    counter: Counter
+
+
+_counters: dict[int, _RegisteredCounter] = {}
 _counters_lock = threading.Lock()
 
 
@@ -62,8 +72,8 @@ def dropped_counter(registry: CollectorRegistry | None) -> Counter:
     chosen = registry if registry is not None else prometheus_client.REGISTRY
     with _counters_lock:
         known = _counters.get(id(chosen))
-        if known is not None and known[0] is chosen:
-            return known[1]
+        if known is not None and known.registry is chosen:
+            return known.counter
         counter = Counter(
             "thoughtline_capture_dropped",
             "Captured provider exchanges not published, by reason.",
@@ -72,7 +82,7 @@ def dropped_counter(registry: CollectorRegistry | None) -> Counter:
         )
         for reason in DROP_REASONS:
             counter.labels(reason)
-        _counters[id(chosen)] = (chosen, counter)
+        _counters[id(chosen)] = _RegisteredCounter(chosen, counter)
         return counter
 
 
@@ -123,7 +133,7 @@ class Publisher:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._failing = False
-        self._failures = 0
+        self._pauses = Backoff(steps=_RETRY_AFTER_SECONDS)
         self.published = 0
         """Entries Redis accepted (for tests and the benchmark)."""
         _live.add(self)
@@ -266,13 +276,12 @@ class Publisher:
 
     def _pause(self) -> None:
         """Wait before the next try, longer while Redis stays unusable (until `close()`)."""
-        pause = _RETRY_AFTER_SECONDS[min(self._failures, len(_RETRY_AFTER_SECONDS) - 1)]
-        self._failures += 1
+        pause = self._pauses.take()
         with self._lock:
             self._wake.wait_for(lambda: self._closed, pause)
 
     def _recovered(self) -> None:
-        self._failures = 0
+        self._pauses.reset()
         if self._failing:
             self._failing = False
             logger.warning("thoughtline capture: publishing to Redis works again")
@@ -307,7 +316,7 @@ def shared_publisher(
         return publisher
 
 
-def shutdown(timeout: float = 2.0) -> None:
+def shutdown(timeout: float = CLOSE_TIMEOUT_SECONDS) -> None:
     """Flush and stop every publisher, `timeout` seconds in all (also run at exit)."""
     deadline = time.monotonic() + timeout
     for publisher in list(_live):

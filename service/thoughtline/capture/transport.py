@@ -36,7 +36,7 @@ from thoughtline.capture.exchanges import (
     format_of,
     streams_live,
 )
-from thoughtline.capture.publisher import Publisher, shared_publisher
+from thoughtline.capture.publisher import CLOSE_TIMEOUT_SECONDS, Publisher, shared_publisher
 from thoughtline.client import INPUT_STREAM
 from thoughtline.contract.record import FormatName
 from thoughtline.streams.framing import StreamCutter
@@ -99,7 +99,7 @@ class _Capturing:
         errors: bool = False,
         live: bool = False,
         registry: CollectorRegistry | None = None,
-        close_timeout: float = 2.0,
+        close_timeout: float = CLOSE_TIMEOUT_SECONDS,
         **inner_options: Any,
     ) -> None:
         if publisher is None:

@@ -20,7 +20,7 @@ import redis.asyncio as redis_asyncio
 
 from thoughtline.cli.console import counter_lines, describe_entry
 from thoughtline.client import apublish
-from thoughtline.contract.record import KNOWN_FORMATS, FormatName
+from thoughtline.contract.record import FormatName, is_format_name
 from thoughtline.worker.app import Worker
 from thoughtline.worker.embedded import EmbeddedRedis
 from thoughtline.worker.settings import SettingsError, load_settings
@@ -40,7 +40,7 @@ def sample_files() -> list[Traversable]:
 def sample_format(name: str) -> FormatName | None:
     """The format a sample's file name starts with; None (detect) for the invalid ones."""
     prefix = name.split(".", 1)[0]
-    return cast(FormatName, prefix) if prefix in KNOWN_FORMATS else None
+    return prefix if is_format_name(prefix) else None
 
 
 async def run() -> int:

@@ -28,7 +28,7 @@ import sys
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final, cast
+from typing import Final, NamedTuple, cast
 
 import redis
 
@@ -36,6 +36,7 @@ from thoughtline.cli import console
 from thoughtline.cli.names import SERVICE_COMMANDS
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
 from thoughtline.contract.record import KNOWN_FORMATS
+from thoughtline.export.consumer import ExportSettings
 from thoughtline.providers.detection import detect_format, looks_like_stream
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
 from thoughtline.worker.connections import sync_client
@@ -126,13 +127,19 @@ def _add_export(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
         "(OTEL_EXPORTER_OTLP_* settings). A record is acknowledged only once the collector "
         "accepted it. Several processes share the work. See docs/otel.md.",
     )
-    otlp.add_argument("--group", default="thoughtline-otlp", help="consumer group")
+    export_defaults = ExportSettings()  # each option's default is the export's own
+    otlp.add_argument("--group", default=export_defaults.group, help="consumer group")
     otlp.add_argument("--consumer", help="consumer name (default: host-pid)")
-    otlp.add_argument("--batch-size", type=_positive, default=512, help="spans per export request")
+    otlp.add_argument(
+        "--batch-size",
+        type=_positive,
+        default=export_defaults.batch_size,
+        help="spans per export request",
+    )
     otlp.add_argument(
         "--min-idle-ms",
         type=_positive,
-        default=60_000,
+        default=export_defaults.min_idle_ms,
         help="take over records another export process left pending this long",
     )
     otlp.add_argument(
@@ -158,10 +165,10 @@ def _positive(text: str) -> int:
 
 
 def run_export_otlp(arguments: argparse.Namespace) -> int:
-    settings, client = _connect()
-    if client is None:
-        return EXIT_INVALID_SETTINGS if settings is None else 1
-    assert settings is not None
+    connected = _connect()
+    if isinstance(connected, int):
+        return connected
+    settings, client = connected
     _configure_logging(settings)
     from thoughtline.export import command
 
@@ -217,10 +224,10 @@ def run_publish(arguments: argparse.Namespace) -> int:
     if arguments.meta is not None and not _is_json_object(arguments.meta):
         print('thoughtline: --meta must be a JSON object, like \'{"user": "u1"}\'', file=sys.stderr)
         return 1
-    settings, client = _connect()
-    if client is None:
-        return EXIT_INVALID_SETTINGS if settings is None else 1
-    assert settings is not None
+    connected = _connect()
+    if isinstance(connected, int):
+        return connected
+    settings, client = connected
     return _reaching_redis(settings, lambda: _publish(arguments, settings, client))
 
 
@@ -314,10 +321,10 @@ def _read(name: str, limit: int) -> bytes:
 
 
 def run_tail(arguments: argparse.Namespace) -> int:
-    settings, client = _connect()
-    if client is None:
-        return EXIT_INVALID_SETTINGS if settings is None else 1
-    assert settings is not None
+    connected = _connect()
+    if isinstance(connected, int):
+        return connected
+    settings, client = connected
     return _reaching_redis(settings, lambda: _tail(arguments, settings, client))
 
 
@@ -345,7 +352,9 @@ def _tail(arguments: argparse.Namespace, settings: Settings, client: redis.Redis
 def _last_entry_id(client: redis.Redis, stream: str) -> str:
     """The newest entry now, resolved once: `$` on every read would skip entries in between."""
     newest = cast(list[tuple[bytes, object]], client.xrevrange(stream, count=1))
-    return newest[0][0].decode() if newest else "0-0"
+    for entry_id, _fields in newest:
+        return entry_id.decode()
+    return "0-0"
 
 
 def run_demo(arguments: argparse.Namespace) -> int:
@@ -377,14 +386,20 @@ def _os_error(error: OSError) -> str:
     return error.strerror or _one_line(error)
 
 
-def _connect() -> tuple[Settings | None, redis.Redis | None]:
-    """Settings and a client: THOUGHTLINE_REDIS_URL, else the embedded Redis `serve` started."""
+class _Connected(NamedTuple):
+    settings: Settings
+    client: redis.Redis
+
+
+def _connect() -> _Connected | int:
+    """Settings and a client: THOUGHTLINE_REDIS_URL, else the embedded Redis `serve` started.
+    An exit status instead when there are none (invalid settings: said; no Redis: said)."""
     _warn_unknown_variables()
     try:
         settings = load_settings()
     except SettingsError as error:
         _invalid_settings(error)
-        return None, None
+        return EXIT_INVALID_SETTINGS
     url = settings.redis_url or running_url()
     if url is None:
         print(
@@ -392,8 +407,8 @@ def _connect() -> tuple[Settings | None, redis.Redis | None]:
             "in this folder first",
             file=sys.stderr,
         )
-        return settings, None
-    return settings, sync_client(url)
+        return EXIT_REDIS
+    return _Connected(settings, sync_client(url))
 
 
 def _reaching_redis(settings: Settings, command: Callable[[], int]) -> int:

@@ -12,7 +12,7 @@ encrypted reasoning are never re-serialized.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal, get_args
+from typing import Annotated, Any, Final, Literal, TypeGuard, get_args
 
 import msgspec
 
@@ -28,6 +28,13 @@ FormatName = Literal[
     "ollama",
 ]
 KNOWN_FORMATS: Final[tuple[str, ...]] = get_args(FormatName)
+_KNOWN_FORMAT_SET: Final = frozenset(KNOWN_FORMATS)
+
+
+def is_format_name(name: str) -> TypeGuard[FormatName]:
+    """Whether `name` is a known format: a checked name goes on typed as `FormatName`."""
+    return name in _KNOWN_FORMAT_SET
+
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
 DetectionKind = Literal["leaked_thought", "malformed_part"]

@@ -32,6 +32,7 @@ import redis
 
 from thoughtline.contract.record import decode as decode_record
 from thoughtline.export.mapping import ContentSwitches, SpanData, span_of
+from thoughtline.worker.retry import Backoff
 
 logger = logging.getLogger(__name__)
 
@@ -182,24 +183,23 @@ class OtlpExport:
     def _export_until_accepted(self, spans: Sequence[SpanData], entry_ids: list[bytes]) -> bool:
         """Export, retrying with growing pauses; False when stopped before it succeeded (the
         entries stay pending, to be exported by this or another process later)."""
-        pauses = self._settings.retry_pauses_seconds
-        attempt = 0
+        pauses = Backoff(steps=self._settings.retry_pauses_seconds)
+        failed = False
         while True:
             if self._export_batch(spans):
-                if attempt:
+                if failed:
                     logger.warning("thoughtline export: the collector accepts spans again")
                 return True
             self.counts.failed_exports += 1
-            if attempt == 0:
+            if not failed:
                 logger.warning(
                     "thoughtline export: the collector refused or could not be reached; "
                     "retrying the same %d records, acknowledging none until it accepts them",
                     len(spans),
                 )
-            pause = pauses[min(attempt, len(pauses) - 1)]
-            attempt += 1
+                failed = True
             self._keep_claimed(entry_ids)
-            if self._stopping.wait(pause):
+            if self._stopping.wait(pauses.take()):
                 return False
 
     def _keep_claimed(self, entry_ids: Sequence[bytes]) -> None:

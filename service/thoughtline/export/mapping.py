@@ -64,10 +64,6 @@ FINISH_REASONS: Final[Mapping[str, str]] = {
 `other` (a value no table knows) goes out as the provider's own value, which the
 conventions' schema allows beside its enumeration."""
 
-CACHE_CREATION_FIELDS: Final = ("cache_creation_input_tokens", "cacheWriteInputTokens")
-"""Where a provider's usage object counts prompt tokens written to its cache (Anthropic,
-Bedrock; the record's `usage` counts them inside `input_tokens` only)."""
-
 
 @dataclass(frozen=True, slots=True)
 class ContentSwitches:
@@ -127,15 +123,14 @@ def span_of(
     duration_ns = 0
     if isinstance(latency_ms, int | float) and not isinstance(latency_ms, bool) and latency_ms > 0:
         duration_ns = int(latency_ms * 1_000_000)
-    attributes = _attributes(record, meta)
+    gen_ai = _gen_ai_attributes(record, meta)
+    attributes = {**gen_ai, **_record_attributes(record)}
     events = [_detection_event(detection, end_ns) for detection in record.detections]
     if record.kind == "response" and switches.content:
         messages = [output_message(record, switches)]
         attributes["gen_ai.output.messages"] = msgspec.json.encode(messages).decode()
-        details: dict[str, JsonValue] = {
-            key: value for key, value in attributes.items() if key.startswith("gen_ai.")
-        }
-        details["gen_ai.output.messages"] = messages
+        # the details event: the span's gen_ai.* attributes, the messages in structured form
+        details: dict[str, JsonValue] = {**gen_ai, "gen_ai.output.messages": messages}
         events.insert(0, EventData(DETAILS_EVENT, end_ns, details))
     error = None
     if record.finish_reason == "error":
@@ -217,7 +212,8 @@ def opaque_parts(record: Record) -> list[dict[str, JsonValue]]:
     return found
 
 
-def _attributes(record: Record, meta: Mapping[str, Any]) -> dict[str, AttributeValue]:
+def _gen_ai_attributes(record: Record, meta: Mapping[str, Any]) -> dict[str, AttributeValue]:
+    """The span's attributes of the conventions (`gen_ai.*`), which the details event repeats."""
     attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": OPERATION_NAMES.get(record.provider, "chat"),
         "gen_ai.provider.name": PROVIDER_NAMES.get(record.provider, record.provider),
@@ -239,9 +235,16 @@ def _attributes(record: Record, meta: Mapping[str, Any]) -> dict[str, AttributeV
     if finish_reason is not None:
         attributes["gen_ai.response.finish_reasons"] = [finish_reason]
     attributes.update(_usage_attributes(record))
-    attributes["thoughtline.record.id"] = record.id
-    attributes["thoughtline.record.kind"] = record.kind
-    attributes["thoughtline.format"] = record.format
+    return attributes
+
+
+def _record_attributes(record: Record) -> dict[str, AttributeValue]:
+    """The span's attributes of its own (`thoughtline.*`)."""
+    attributes: dict[str, AttributeValue] = {
+        "thoughtline.record.id": record.id,
+        "thoughtline.record.kind": record.kind,
+        "thoughtline.format": record.format,
+    }
     if record.native_finish_reason is not None:
         attributes["thoughtline.native_finish_reason"] = record.native_finish_reason
     attributes.update(_detection_counts(record.detections))
@@ -261,22 +264,24 @@ def _usage_attributes(record: Record) -> dict[str, AttributeValue]:
 
 
 def _cache_creation(record: Record) -> int | None:
+    """Prompt tokens the response wrote to the provider's cache: the record's `usage` counts
+    them inside `input_tokens` only, so the format's row reads them from `native_usage`."""
     if record.native_usage is None:
         return None
-    try:
-        usage = msgspec.json.decode(record.native_usage)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    if not isinstance(usage, dict):
-        return None
-    for field_name in CACHE_CREATION_FIELDS:
-        count = usage.get(field_name)
-        if isinstance(count, int) and not isinstance(count, bool):
-            return count
-    return None
+    row = registry.FORMATS_BY_NAME.get(record.format)
+    return row.cache_write_tokens(record.native_usage) if row is not None else None
 
 
-def _detection_counts(detections: Sequence[Detection]) -> dict[str, AttributeValue]:
+_NO_DETECTIONS: Final[Mapping[str, AttributeValue]] = {
+    "thoughtline.leaked_thought.count": 0,
+    "thoughtline.malformed_part.count": 0,
+    "thoughtline.replayed_reasoning.count": 0,
+}
+
+
+def _detection_counts(detections: Sequence[Detection]) -> Mapping[str, AttributeValue]:
+    if not detections:  # most records
+        return _NO_DETECTIONS
     leaked = sum(detection.kind == "leaked_thought" for detection in detections)
     replayed = sum(detection.code == "replayed_reasoning" for detection in detections)
     return {

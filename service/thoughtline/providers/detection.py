@@ -1,5 +1,5 @@
 """Which format a payload is, and whether it is one body or a recorded stream: for response
-bodies, for recorded streams (by their chunks) and for request bodies.
+bodies, for recorded streams (by their chunks) and for request bodies (`REQUEST_RULES`).
 
 Responses and streams: one decode of the top-level keys (`shape.Shape`; values are skipped,
 never decoded), then the rows' probes (each provider folder's `shape.py`) asked in registry
@@ -9,15 +9,15 @@ one-line body goes straight to its reader.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
 import msgspec
 
 from thoughtline.contract.errors import NormalizeError, UnknownFormatError
 from thoughtline.contract.record import FormatName
-from thoughtline.providers.registry import FORMAT_ROWS, same_stream_shape
-from thoughtline.providers.shape import Shape
+from thoughtline.providers.registry import FORMAT_ROWS, FORMATS_BY_NAME, Format, same_stream_shape
+from thoughtline.providers.shape import RequestView, Shape
 from thoughtline.reading.compose import decode
 from thoughtline.streams.base import Chunk
 from thoughtline.streams.framing import holds_several_chunks
@@ -163,70 +163,48 @@ def _from_chunk_shape(data: bytes) -> FormatName | None:
 
 # --- request bodies ------------------------------------------------------------------------
 
-_ANTHROPIC_BLOCK_TYPES: Final = frozenset(
-    {"thinking", "redacted_thinking", "tool_use", "tool_result", "document", "image"}
+
+class RequestRule(NamedTuple):
+    """One step of request detection: the row whose probe is asked, and whether the step
+    reads the body's `messages` (a body without a `messages` list stops there)."""
+
+    row: Format
+    probe: Callable[[RequestView], bool]
+    needs_messages: bool = True
+
+
+def _rule(name: str, late: bool = False, *, needs_messages: bool = True) -> RequestRule:
+    row = FORMATS_BY_NAME[name]
+    probe = row.shape.late_request if late else row.shape.request
+    return RequestRule(row, probe, needs_messages)
+
+
+REQUEST_RULES: Final[tuple[RequestRule, ...]] = (
+    # a top-level field only one format's requests have
+    _rule("gemini", needs_messages=False),
+    _rule("openai_responses", needs_messages=False),
+    # a message block only one format has; Mistral's `thinking` chunk before Anthropic's
+    # `thinking` block (the same type, a list where Anthropic's holds a string)
+    _rule("mistral"),
+    _rule("anthropic"),
+    _rule("bedrock_converse"),
+    # top-level settings
+    _rule("ollama"),
+    _rule("anthropic", late=True),
+    _rule("openai_chat", late=True),  # any other `messages` request
 )
-_BEDROCK_BLOCK_KEYS: Final = frozenset(
-    {"text", "toolUse", "toolResult", "reasoningContent", "image", "document"}
-)
+"""Request detection, in the order the rows' probes (each folder's `shape.py`) are asked."""
 
 
 def detect_request_format(body: dict[str, Any]) -> FormatName:
-    """The format of a request body, from its top-level shape and its message blocks."""
-    if "contents" in body:
-        return "gemini"
-    if "input" in body:
-        return "openai_responses"
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        raise UnknownFormatError(
-            "request matches no known format (tried: Gemini `contents`, Responses `input`, "
-            "`messages` of Anthropic, Bedrock, Chat, Mistral, Ollama); pass the format"
-        )
-    blocks = [
-        block
-        for message in messages
-        if isinstance(message, dict) and isinstance(message.get("content"), list)
-        for block in message["content"]
-        if isinstance(block, dict)
-    ]
-    if any(isinstance(block.get("thinking"), list) for block in blocks):
-        return "mistral"  # a Mistral thinking chunk holds a list; Anthropic's a string
-    if any(block.get("type") in _ANTHROPIC_BLOCK_TYPES for block in blocks):
-        return "anthropic"
-    if any("type" not in block and set(block) & _BEDROCK_BLOCK_KEYS for block in blocks):
-        return "bedrock_converse"
-    if {"options", "think", "keep_alive"} & set(body):
-        return "ollama"
-    if "anthropic_version" in body or _anthropic_system(body.get("system")):
-        return "anthropic"
-    if _ANTHROPIC_REQUEST_KEYS & set(body) or _anthropic_tools(body):
-        return "anthropic"
-    return "openai_chat"
-
-
-_ANTHROPIC_REQUEST_KEYS: Final = frozenset({"mcp_servers", "output_config", "anthropic_beta"})
-_ANTHROPIC_TOOL_CHOICES: Final = frozenset({"auto", "any", "tool", "none"})
-
-
-def _anthropic_tools(body: dict[str, Any]) -> bool:
-    """Anthropic's tool shapes: a tool with no `function` object (`input_schema`, or a server
-    tool such as `web_search_20250305`), or a `tool_choice` object of Anthropic's types (Chat's
-    tools all wrap a `function`, its `tool_choice` is a string or names a function)."""
-    tools = body.get("tools")
-    if isinstance(tools, list) and any(
-        isinstance(tool, dict) and "function" not in tool and "name" in tool for tool in tools
-    ):
-        return True
-    choice = body.get("tool_choice")
-    return isinstance(choice, dict) and choice.get("type") in _ANTHROPIC_TOOL_CHOICES
-
-
-def _anthropic_system(system: Any) -> bool:
-    """A top-level `system` (Chat puts it in `messages`): a string, or a list of typed text
-    blocks (Bedrock's system blocks carry no `type`, and its messages were read before)."""
-    if isinstance(system, str):
-        return True
-    return isinstance(system, list) and any(
-        isinstance(block, dict) and block.get("type") == "text" for block in system
+    """The format of a request body: the first rule of `REQUEST_RULES` whose probe says yes."""
+    view = RequestView.of(body)
+    for rule in REQUEST_RULES:
+        if rule.needs_messages and not view.has_messages:
+            break
+        if rule.probe(view):
+            return rule.row.name
+    raise UnknownFormatError(
+        "request matches no known format (tried: Gemini `contents`, Responses `input`, "
+        "`messages` of Anthropic, Bedrock, Chat, Mistral, Ollama); pass the format"
     )

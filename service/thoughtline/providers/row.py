@@ -20,6 +20,14 @@ RequestReader = Callable[[dict[str, Any]], readers.RequestReading]
 TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
 StreamStarter = Callable[[], StreamRun[Any]]
 """A stream assembly to feed chunk by chunk (a live stream)."""
+CacheWriteReader = Callable[[bytes], int | None]
+"""The prompt tokens a response wrote to the provider's cache, read from the record's
+`native_usage` (the provider's own usage object); None where it does not say."""
+
+
+def no_cache_writes(native_usage: bytes) -> int | None:
+    """A format whose usage does not count cache writes apart."""
+    return None
 
 
 class BodyModule(Protocol):
@@ -51,11 +59,16 @@ class Format:
     """An assistant turn of this format rebuilt from another format's record."""
     replay_parts: parts.PartFormat | None
     """How its replay parts go back; None: a Chat-shaped format (the one message object)."""
+    replay_message: parts.MessageFormat | None
+    """A Chat-shaped format's message: where it holds reasoning (None for a part-list one)."""
     shape: Probes
     """How detection tells its bodies and streams apart (its folder's `shape.py`)."""
     opaque_values: parts.OpaqueReader
     """A replay part's opaque values (signatures, redacted or encrypted reasoning) under
     OpenInference's names, for the export (its folder's `replay.py`)."""
+    cache_write_tokens: CacheWriteReader = no_cache_writes
+    """Prompt tokens written to the provider's cache, from the record's `native_usage`, for
+    the export (the record's `usage` counts them inside `input_tokens` only)."""
     history_field: str = "messages"
     """The request-body field the next-turn history goes into."""
     stream_family: FormatName | None = None

@@ -13,7 +13,7 @@ import msgspec
 from thoughtline.reading.compose import present
 from thoughtline.streams.base import Chunk
 
-__all__ = ["Probes", "Shape", "present"]
+__all__ = ["Probes", "RequestView", "Shape", "present"]
 
 
 class Shape(msgspec.Struct):
@@ -44,6 +44,31 @@ class Shape(msgspec.Struct):
         return self.type if isinstance(self.type, str) else ""
 
 
+@dataclass(frozen=True)
+class RequestView:
+    """What request detection reads of a request body: its top-level keys and, when it has a
+    `messages` list, every content block of its messages (the objects of a `content` list)."""
+
+    body: dict[str, Any]
+    blocks: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> RequestView:
+        messages = body.get("messages")
+        blocks = [
+            block
+            for message in (messages if isinstance(messages, list) else ())
+            if isinstance(message, dict) and isinstance(message.get("content"), list)
+            for block in message["content"]
+            if isinstance(block, dict)
+        ]
+        return cls(body=body, blocks=blocks)
+
+    @property
+    def has_messages(self) -> bool:
+        return isinstance(self.body.get("messages"), list)
+
+
 def _never(*_: Any) -> bool:
     return False
 
@@ -66,3 +91,9 @@ class Probes:
     claims_stream: Callable[[Sequence[Chunk]], bool] = _never
     """For a format that shares another's stream shape (`stream_family`): do these chunks,
     detected as the family's, belong to this format?"""
+    request: Callable[[RequestView], bool] = _never
+    """Is this request body of the format, by what only its requests hold (a top-level field,
+    a kind of message block)? Asked in `detection.REQUEST_RULES` order."""
+    late_request: Callable[[RequestView], bool] = _never
+    """A weaker sign (top-level settings another format may share), asked after every
+    `request` probe of a message-list format said no."""

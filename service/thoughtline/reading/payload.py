@@ -9,10 +9,9 @@ from typing import Final
 import msgspec
 
 from thoughtline.contract.errors import NormalizeError, UnknownFormatError
-from thoughtline.contract.record import KNOWN_FORMATS
+from thoughtline.contract.record import KNOWN_FORMATS, FormatName, is_format_name
 
 DEFAULT_MAX_PAYLOAD_BYTES: Final = 32 * 1024 * 1024
-_KNOWN_FORMAT_SET: Final = frozenset(KNOWN_FORMATS)
 _JSON_OBJECT_START: Final = (b"{",)  # the usual first byte: no copy to strip
 
 
@@ -21,7 +20,7 @@ class CheckedPayload(msgspec.Struct, frozen=True):
     built once per payload, faster than a NamedTuple)."""
 
     body: bytes
-    format: str | None
+    format: FormatName | None
     meta: msgspec.Raw | None
 
 
@@ -43,10 +42,15 @@ def check_payload(
         raise NormalizeError("empty", f"{what} is empty")
     if not data.isascii():  # a word-at-a-time scan first: most JSON on the wire is ASCII
         require_utf8(data, what)
-    if format is not None and format not in _KNOWN_FORMAT_SET:
+    named: FormatName | None = None
+    if format is None:
+        pass
+    elif is_format_name(format):
+        named = format
+    else:
         raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}")
     body = data if data[:1] in _JSON_OBJECT_START else data.strip()
-    return CheckedPayload(body, format, None if meta is None else meta_object(meta))
+    return CheckedPayload(body, named, None if meta is None else meta_object(meta))
 
 
 def require_utf8(data: bytes, what: str = "payload") -> None:

@@ -2,7 +2,8 @@
 about delimiters untouched.
 
 One scanner serves the whole text (`extract`) and text that arrives in pieces
-(`IncrementalExtractor`, `extract_chunks`): the whole text is scanned as one final run; a live
+(`incremental.py`: `IncrementalExtractor`, `extract_chunks`): the whole text is scanned as one
+final run; a live
 stream is scanned in runs over what has arrived, each run stopping where a decision needs text
 that has not arrived yet (a backtick run whose partner may still come, a closer that may still
 follow). The next run resumes from there, so the pieces give exactly what the whole text
@@ -29,6 +30,9 @@ The rules (docs/inline-reasoning.md has them in full, with examples):
   leaves one space where it would glue two non-space characters, and content is trimmed at its
   ends when anything was removed.
 
+The scanner stands on its place in the text (`cursor.py`) and on the steps at a code run
+(`code_context.py`); text that arrives in pieces is fed to it by `incremental.py`.
+
 Time is linear in the text on every input: markers are found by one pattern per first
 character, each searched again only once the scan has passed its last match (a text with no
 candidate character costs one scan), each backtick run is paired at most once, and a live
@@ -37,27 +41,23 @@ stream that must wait re-scans only after what is waiting has doubled.
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from thoughtline.contract.record import DialectName
+from thoughtline.reasoning.code_context import CodeContext
+from thoughtline.reasoning.cursor import NeedMoreTextError
 from thoughtline.reasoning.dialects import Dialect
 from thoughtline.reasoning.markers import (
-    ATTRIBUTE_HEAD,
     ATTRIBUTE_OPENERS,
-    BACKTICK_RUN,
     CANDIDATE,
     CLOSER,
     CLOSER_KEYS,
     CODE_START,
-    FENCED_LINES,
     LINE_BREAKS,
     LONGEST_MARKER,
     LONGEST_PHRASE,
     NON_SPACE,
-    PHRASE_FIRST_CHARACTERS,
     PHRASES,
     ROLES,
     SUFFIXED_WRAPPERS,
@@ -81,36 +81,25 @@ from thoughtline.reasoning.search import (
     BLOCK_END_SEARCH,
     TEXT_SEARCH,
     SearchState,
-    closing_fence,
     find_marker,
-    next_dialect_marker,
-    plain_extraction,
 )
-from thoughtline.reasoning.sinks import ContentSink, Output, ThinkingSink
-
-
-class _NeedMoreTextError(Exception):
-    """A decision at the current position needs text that has not arrived yet."""
-
-
-_Mode = Literal["text", "block", "fence"]
-
+from thoughtline.reasoning.sinks import ContentSink, ThinkingSink
 
 _Stage = Literal["label", "phrase", "scan"]
 
 
-class _Scanner:
+class Scanner(CodeContext):
     """The one scanner. `run(text, final)` scans `text`, which continues where the last run
     stopped, and returns how much of it was decided; steps are atomic, so a step that needs
     more text changes nothing and is tried again on the next run."""
 
     def __init__(self, *, thought_label: bool) -> None:
+        super().__init__()
         self.content = ContentSink()
         self.thinking = ThinkingSink()
         self.detections: list[InlineDetection] = []
         self.spans: list[RemovedSpan] = []
         self._stage: _Stage = "label" if thought_label else "phrase"
-        self._mode: _Mode = "text"
         self._undecided = True  # no delimiter yet: an orphan closer may still claim the text
         self._held_raw: list[tuple[str, int]] = []
         self._held_spans: list[RemovedSpan] = []
@@ -123,18 +112,9 @@ class _Scanner:
         self._framed_dialects: set[DialectName] = set()  # dialects whose wrapper was removed
         self._block: Dialect | None = None
         self._block_start = 0
-        self._fence_character = ""
-        self._fence_length = 0
-        # spaces since the last line break; None: the line has other text before
-        self._line_indent: int | None = 0
-        self._base = 0
-        self._text = ""
-        self._position = 0
         self._text_from = 0
         self._found: dict[int, SearchState] = {}
         self._next_match_at: dict[str, int] = {}
-        self._final = False
-        self._backticks: dict[int, list[int]] | None = None
         self.finished = False
 
     # the driver ---------------------------------------------------------------------------
@@ -157,7 +137,7 @@ class _Scanner:
                     self._in_fence()
                 else:
                     self._in_text()
-        except _NeedMoreTextError:
+        except NeedMoreTextError:
             pass
         if self._mode != "block":
             self._flush_text()
@@ -168,25 +148,6 @@ class _Scanner:
         if final:
             self._finish()
         return consumed
-
-    def _note_line_state(self, text: str, consumed: int) -> None:
-        line_break = text.rfind("\n", 0, consumed)
-        start = line_break + 1 if line_break >= 0 else 0
-        if consumed - start > 3:
-            self._line_indent = None
-            return
-        tail = text[start:consumed]
-        if tail.strip(" "):
-            self._line_indent = None
-        elif line_break >= 0:
-            self._line_indent = len(tail)
-        elif self._line_indent is not None:
-            indent = self._line_indent + len(tail)
-            self._line_indent = indent if indent <= 3 else None
-
-    def _need(self, available: bool) -> None:
-        if not available and not self._final:
-            raise _NeedMoreTextError
 
     # the start of the text ----------------------------------------------------------------
 
@@ -261,7 +222,7 @@ class _Scanner:
             start = match.start()
             if not final and len(text) - start < LONGEST_MARKER:
                 self._emit_up_to(start)
-                raise _NeedMoreTextError
+                raise NeedMoreTextError
             self._position = start  # the text before the marker stays as it is
             first = text[start]
             if first in "`~" and self._skip_fenced_lines(start):
@@ -274,24 +235,6 @@ class _Scanner:
                 self._marker(match)
             if self._mode != "text" or self._position >= len(text):
                 return
-
-    def _skip_fenced_lines(self, start: int) -> bool:
-        """At a code run that begins a line: skip, in one regex call, the complete fenced
-        blocks and candidate-free lines from that line on (they are text, as the walk below
-        would find one fence at a time). False when nothing complete lies past the run."""
-        text = self._text
-        line_start = start
-        while line_start > 0 and start - line_start < 3 and text[line_start - 1] == " ":
-            line_start -= 1
-        if line_start > 0 and text[line_start - 1] != "\n":
-            return False
-        if line_start == 0 and self._line_indent != 0:  # the line began in an earlier run
-            return False
-        skipped = FENCED_LINES.match(text, line_start)
-        if skipped is None or skipped.end() <= start:
-            return False
-        self._position = skipped.end()
-        return True
 
     def _safe_end(self, position: int) -> int:
         """Where text with no marker may be emitted up to: all of it, or (live) up to a
@@ -306,13 +249,8 @@ class _Scanner:
         if angle >= 0 and UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
             end = angle
         if end == position:
-            raise _NeedMoreTextError
+            raise NeedMoreTextError
         return end
-
-    def _emit_up_to(self, end: int) -> None:
-        """Text up to `end` stays as it is; it is written out in one piece when something
-        else happens (`_flush_text`), so a run of code spans costs no writes of its own."""
-        self._position = max(self._position, end)
 
     def _flush_text(self) -> None:
         if self._position > self._text_from:
@@ -355,9 +293,6 @@ class _Scanner:
             if matched.startswith(wrapper):
                 return Marker("wrapper", dialect)
         return None
-
-    def _literal(self, end: int) -> None:
-        self._position = end
 
     def _opener(self, match: re.Match[str], dialect: Dialect) -> None:
         self._flush_text()
@@ -491,99 +426,7 @@ class _Scanner:
         )
         self._skip_to(match.end())
 
-    # code ---------------------------------------------------------------------------------
-
-    def _backtick_run(self, match: re.Match[str]) -> None:
-        text, start, end = self._text, match.start(), match.end()
-        if end == len(text) and not self._final:
-            raise _NeedMoreTextError  # the run may go on
-        length = end - start
-        if length >= 3 and self._at_line_start(start):
-            line_end = text.find("\n", end)
-            self._need(line_end >= 0)
-            rest_of_line = text[end : line_end if line_end >= 0 else len(text)]
-            if "`" not in rest_of_line:
-                self._open_fence("`", length, line_end)
-                return
-        if self._final:
-            # Most spans close with the next run: one look, no table. Only a run with no
-            # partner there builds the table (once), so runs that never pair stay linear.
-            at = text.find("`", end)
-            if at < 0:  # no partner: the run is literal text
-                self._position = end
-                return
-            run = BACKTICK_RUN.match(text, at)
-            if run is not None and run.end() - at == length:
-                self._position = run.end()
-                return
-        partner = self._next_backtick_run(length, end)
-        if partner < 0:  # no partner: the run is literal text
-            self._literal(end)
-            return
-        self._literal(partner + length)
-
-    def _next_backtick_run(self, length: int, start: int) -> int:
-        """Where the next run of exactly `length` backticks starts, or -1 (final) when none."""
-        if self._final:
-            if self._backticks is None:
-                self._backticks = {}
-                for run in BACKTICK_RUN.finditer(self._text, start):
-                    self._backticks.setdefault(run.end() - run.start(), []).append(run.start())
-            positions = self._backticks.get(length, [])
-            index = bisect.bisect_left(positions, start)
-            return positions[index] if index < len(positions) else -1
-        for run in BACKTICK_RUN.finditer(self._text, start):
-            if run.end() == len(self._text):
-                break  # a run at the end may still grow
-            if run.end() - run.start() == length:
-                return run.start()
-        raise _NeedMoreTextError
-
-    def _tilde_run(self, match: re.Match[str]) -> None:
-        text, start, end = self._text, match.start(), match.end()
-        self._need(end < len(text))
-        if self._at_line_start(start):
-            line_end = text.find("\n", end)
-            self._need(line_end >= 0)
-            self._open_fence("~", end - start, line_end)
-            return
-        self._literal(end)
-
-    def _at_line_start(self, position: int) -> bool:
-        """Whether only up to three spaces stand between a line break and `position`."""
-        text, start = self._text, position
-        while start > 0 and position - start < 4 and text[start - 1] == " ":
-            start -= 1
-        indent = position - start
-        if indent > 3:
-            return False
-        if start == 0:
-            return self._line_indent is not None and self._line_indent + indent <= 3
-        return text[start - 1] == "\n"
-
-    def _open_fence(self, character: str, length: int, line_end: int) -> None:
-        end = line_end + 1 if line_end >= 0 else len(self._text)
-        self._literal(end)
-        self._mode = "fence"
-        self._fence_character, self._fence_length = character, length
-
-    def _in_fence(self) -> None:
-        text, position = self._text, self._position
-        closing = closing_fence(text, position, self._fence_character, self._fence_length)
-        if closing is not None:
-            line_start, end = closing
-            if end == len(text) and not self._final:
-                self._emit_up_to(line_start)
-                raise _NeedMoreTextError
-            self._literal(end)
-            self._mode = "text"
-            return
-        if self._final:
-            self._literal(len(text))
-            return
-        last_line = text.rfind("\n", position) + 1
-        self._emit_up_to(max(last_line, position))
-        raise _NeedMoreTextError
+    # code runs: the steps of `code_context.CodeContext`, which the scanner stands on
 
     # inside a block -----------------------------------------------------------------------
 
@@ -603,7 +446,7 @@ class _Scanner:
                 if angle >= 0 and UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
                     safe_end = angle
             self._think_up_to(safe_end)
-            raise _NeedMoreTextError
+            raise NeedMoreTextError
         if marker_key(match.group(), dialect.kind) in CLOSER_KEYS[dialect.name]:
             self._think_up_to(match.start())
             self._position = match.end()
@@ -720,12 +563,13 @@ class _Scanner:
 
 def scan(text: str, *, thought_label: bool = False) -> InlineExtraction:
     """What `extract` gives, always through the scanner (no shortcut; tests compare the two)."""
-    scanner = _Scanner(thought_label=thought_label)
+    scanner = Scanner(thought_label=thought_label)
     scanner.run(text, final=True)
-    return _result(scanner)
+    return extraction_of(scanner)
 
 
-def _result(scanner: _Scanner) -> InlineExtraction:
+def extraction_of(scanner: Scanner) -> InlineExtraction:
+    """What the scanner found, as extraction gives it (`suspected` read on the content)."""
     content = "".join(scanner.content.output.pieces)
     thinking = "".join(scanner.thinking.output.pieces)
     return InlineExtraction(
@@ -734,156 +578,3 @@ def _result(scanner: _Scanner) -> InlineExtraction:
         tuple(scanner.detections) + suspected(content),
         tuple(scanner.spans),
     )
-
-
-class IncrementalExtractor:
-    """Inline extraction over a live text that arrives in chunks.
-
-    `feed` returns the (content, thinking) text that is now certain; `flush` returns the rest.
-    The result equals `extract` of the joined text, wherever the chunks are cut. Text before
-    the first delimiter is held (a closer may still make it reasoning), as is text after a
-    decision that waits for more (a backtick run with no partner yet). While text waits, it is
-    re-scanned only after it has doubled, so the total work stays linear.
-
-    Until the first sign of a delimiter arrives, the scanner would only hold the text, so it is
-    held unscanned: code runs then cost nothing (a stream of fence lines is as cheap as prose),
-    and at the end a text that never showed a delimiter is plain text, as `extract` reads it.
-    The first sign (a marker, or the head of an opener with attributes, in the new text and
-    the end of the old) starts the scanner on all of it.
-    """
-
-    def __init__(self, *, thought_label: bool = False) -> None:
-        self._scanner = _Scanner(thought_label=thought_label)
-        self._waiting: list[str] = []
-        self._waiting_length = 0
-        self._rescan_at = 0
-        self._content_sent = 0
-        self._thinking_sent = 0
-        # a Gemini/Gemma label is removed as soon as it arrives: the scanner runs from the start
-        self._unscanned = not thought_label
-        self._tail = ""  # the end of the unscanned text, where a marker may have begun
-        self._opening_seen = False
-        self._plain: InlineExtraction | None = None
-
-    def feed(self, chunk: str) -> tuple[str, str]:
-        """Scan one more chunk; return the content and thinking deltas now certain."""
-        if chunk:
-            self._waiting.append(chunk)
-            self._waiting_length += len(chunk)
-        if self._unscanned and self._still_unscanned(chunk):
-            return "", ""
-        if self._waiting_length >= self._rescan_at:
-            self._scan(final=False)
-        return self._new_output()
-
-    def flush(self) -> tuple[str, str]:
-        """End of text: every waiting decision is taken."""
-        if self._unscanned:
-            text = "".join(self._waiting)
-            self._plain = plain_extraction(text, thought_label=False)
-            if self._plain is not None:
-                self._waiting, self._waiting_length = [], 0
-                return text, ""
-            self._unscanned = False
-        self._scan(final=True)
-        return self._new_output()
-
-    def decide_now(self) -> tuple[str, str]:
-        """Scan all that waits at once, unscanned text included, and return what is now
-        certain: a live stream whose tail holds a marker wants the decision now, not when the
-        waiting text has doubled."""
-        self._unscanned = False
-        self._scan(final=False)
-        return self._new_output()
-
-    def result(self) -> InlineExtraction:
-        """The content, thinking and detections (complete after `flush`)."""
-        return self._plain if self._plain is not None else _result(self._scanner)
-
-    @property
-    def found(self) -> tuple[InlineDetection, ...]:
-        """The blocks found so far, in order (no `suspected_reasoning`: that needs the whole
-        content)."""
-        return tuple(self._scanner.detections)
-
-    def _still_unscanned(self, chunk: str) -> bool:
-        """Whether the text may stay unscanned after `chunk`: no marker and no head of an
-        opener with attributes stands in it or across its start, and the text does not open
-        with what may be a phrase (the scanner reads a phrase block as soon as it closes)."""
-        window = self._tail + chunk
-        if not self._opening_seen and window.strip():
-            self._opening_seen = True
-            if window.lstrip()[0] in PHRASE_FIRST_CHARACTERS:
-                self._unscanned = False
-        if self._unscanned and (
-            next_dialect_marker(window, 0) is not None or ATTRIBUTE_HEAD.search(window)
-        ):
-            self._unscanned = False
-        if self._unscanned:
-            self._tail = window[-LONGEST_MARKER:]
-            return True
-        self._rescan_at = 0  # scan all that waits now
-        return False
-
-    def _scan(self, final: bool) -> None:
-        text = "".join(self._waiting)
-        consumed = self._scanner.run(text, final)
-        rest = text[consumed:]
-        self._waiting = [rest] if rest else []
-        self._waiting_length = len(rest)
-        self._rescan_at = 2 * len(rest) if len(rest) > LONGEST_MARKER else 0
-
-    def _new_output(self) -> tuple[str, str]:
-        content_pieces = self._scanner.content.output.pieces
-        thinking_pieces = self._scanner.thinking.output.pieces
-        content = "".join(content_pieces[self._content_sent :])
-        thinking = "".join(thinking_pieces[self._thinking_sent :])
-        self._content_sent = len(content_pieces)
-        self._thinking_sent = len(thinking_pieces)
-        return content, thinking
-
-
-def extract_chunks(
-    chunks: Sequence[str], *, thought_label: bool = False
-) -> tuple[InlineExtraction, list[str], list[str]]:
-    """A recorded (complete) text in chunks: the whole extraction, and each chunk's share of
-    content and thinking, attributed to the chunk the text came from."""
-    text = "".join(chunks)
-    plain = plain_extraction(text, thought_label)
-    if plain is not None:
-        return plain, list(chunks), [""] * len(chunks)
-    scanner = _Scanner(thought_label=thought_label)
-    scanner.run(text, final=True)
-    ends = list(_running_ends(chunks))
-    contents = _share(scanner.content.output, ends)
-    thinkings = _share(scanner.thinking.output, ends)
-    return _result(scanner), contents, thinkings
-
-
-def _running_ends(chunks: Iterable[str]) -> Iterable[int]:
-    total = 0
-    for chunk in chunks:
-        total += len(chunk)
-        yield total
-
-
-def _share(output: Output, ends: list[int]) -> list[str]:
-    """Each chunk's share of the output: verbatim pieces split where the chunks were cut, an
-    inserted piece with the chunk its position falls in."""
-    shares: list[list[str]] = [[] for _ in ends]
-    if not ends:
-        return []
-    last = len(ends) - 1
-    for piece, start, inserted in zip(output.pieces, output.starts, output.inserted, strict=True):
-        index = min(bisect.bisect_right(ends, start), last)
-        if inserted:
-            shares[index].append(piece)
-            continue
-        offset = 0
-        while offset < len(piece):
-            take = len(piece) - offset if index == last else ends[index] - (start + offset)
-            if take > 0:
-                shares[index].append(piece[offset : offset + take])
-                offset += take
-            index += 1
-    return ["".join(share) for share in shares]

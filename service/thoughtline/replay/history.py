@@ -25,11 +25,12 @@ from collections.abc import Iterable
 import msgspec
 
 from thoughtline.contract.errors import ReplayError
-from thoughtline.contract.record import KNOWN_FORMATS, Record
+from thoughtline.contract.record import KNOWN_FORMATS, FormatName, Record, is_format_name
 from thoughtline.reasoning.results import REASONING_IN_TEXT_CODES
 from thoughtline.replay import rebuild
 from thoughtline.replay.messages import native_message, read_message
 from thoughtline.replay.parts import (
+    MessageFormat,
     NoteReason,
     PartFormat,
     PartReading,
@@ -47,7 +48,7 @@ class ReplayNote(msgspec.Struct, frozen=True):
     """Something of a record that the history leaves out (or, for ids, adds), and why."""
 
     record_id: str
-    record_format: str
+    record_format: FormatName
     path: str
     """Into the record: `replay_parts[2]`, `replay_parts[0].reasoning_content`, `thinking`."""
     reason: NoteReason
@@ -66,7 +67,7 @@ class ReplayTurn(msgspec.Struct, frozen=True):
 
 
 class History(msgspec.Struct):
-    format: str
+    format: FormatName
     turns: list[ReplayTurn]
     notes: list[ReplayNote]
 
@@ -89,7 +90,7 @@ def build_history(
     back on every turn, not only on turns that called tools: for a request that asks the
     provider to keep earlier reasoning (GLM's preserved thinking, `clear_thinking: false`).
     """
-    if to not in KNOWN_FORMATS:
+    if not is_format_name(to):
         raise ReplayError(f"unknown target format {to!r}; known: {', '.join(KNOWN_FORMATS)}")
     history = History(format=to, turns=[], notes=[])
     listed = list(records)
@@ -176,10 +177,11 @@ def reasoning_paths(record: Record, row: ReplayRow) -> list[str]:
     """Where a record's native reasoning (text or opaque) sits inside its replay parts (`row`:
     the record's format's)."""
     if row.message_shaped:
+        shape = _message_format(row)
         return [
             f"replay_parts[{index}]{suffix}"
             for index, raw in enumerate(record.replay_parts)
-            for suffix, _ in read_message(raw).dropped
+            for suffix, _ in read_message(raw, shape).dropped
         ]
     paths = []
     for index, raw in enumerate(record.replay_parts):
@@ -197,8 +199,11 @@ def _message_items(
     tool_calls: list[msgspec.Raw] = []
     carried: dict[str, msgspec.Raw] = {}
     rules: list[ReplayRule] = []
+    shape = _message_format(row)
     for index, raw in enumerate(record.replay_parts):
-        reading = read_message(raw, row.tool_turn_reasoning, tool_turn=tool_turn, preserve=preserve)
+        reading = read_message(
+            raw, shape, row.tool_turn_reasoning, tool_turn=tool_turn, preserve=preserve
+        )
         tool_calls.extend(reading.tool_calls)
         carried.update(reading.carried)
         rules.extend(rule for rule in reading.rules if rule not in rules)
@@ -208,7 +213,7 @@ def _message_items(
         )
     if _has_inline_reasoning(record):  # `content` is already cut; say what it lost
         notes.append(ReplayNote(record.id, record.format, "content", "inline_reasoning"))
-    message = native_message(record, tool_calls, carried)
+    message = native_message(record, shape, tool_calls, carried)
     if message is None:
         return [], ()
     return [msgspec.Raw(message)], tuple(rules) or ("answer_only",)
@@ -280,6 +285,12 @@ def _has_inline_reasoning(record: Record) -> bool:
 
 def _note(record: Record, index: int, reason: NoteReason) -> ReplayNote:
     return ReplayNote(record.id, record.format, f"replay_parts[{index}]", reason)
+
+
+def _message_format(row: ReplayRow) -> MessageFormat:
+    message_format = row.replay_message
+    assert message_format is not None  # a message-shaped row carries its message format
+    return message_format
 
 
 def _part_format(row: ReplayRow) -> PartFormat:

@@ -1,5 +1,9 @@
 """Chat-shaped formats (OpenAI Chat, Mistral, Ollama): the one message object of a record.
 
+Which fields of the message hold reasoning is the format's: each Chat-shaped row carries a
+`MessageFormat` (written in `providers/openai_chat/replay.py`, shared by the formats of that
+shape), and this module reads and writes a message with the one it is handed.
+
 Their next-turn assistant message is the record's `content` (inline reasoning already cut out)
 and the message's own `tool_calls` entries, byte for byte (ids and argument strings exactly as
 the provider wrote them), plus the provider's own reasoning field where its protocol asks for
@@ -22,10 +26,15 @@ from typing import Final
 import msgspec
 
 from thoughtline.contract.record import Record
-from thoughtline.replay.parts import Fields, NoteReason, ReplayRule, fields_of, value_of
+from thoughtline.replay.parts import (
+    Fields,
+    MessageFormat,
+    NoteReason,
+    ReplayRule,
+    fields_of,
+    value_of,
+)
 
-_REASONING_TEXT_FIELDS: Final = ("reasoning_content", "reasoning", "thinking")
-_OPAQUE_REASONING_FIELD: Final = "reasoning_details"
 _RAW_LIST_DECODER: Final = msgspec.json.Decoder(list[msgspec.Raw])
 
 
@@ -42,6 +51,7 @@ class MessageReading(msgspec.Struct, frozen=True):
 
 def read_message(
     raw: msgspec.Raw,
+    shape: MessageFormat,
     tool_turn_reasoning: str | None = None,
     *,
     tool_turn: bool = False,
@@ -57,15 +67,15 @@ def read_message(
     carried: dict[str, msgspec.Raw] = {}
     rules: list[ReplayRule] = []
     dropped: list[tuple[str, NoteReason]] = []
-    details = value_of(fields, _OPAQUE_REASONING_FIELD)
+    details = value_of(fields, shape.opaque_field)
     has_opaque = isinstance(details, list) and bool(details)
     if has_opaque and tool_turn_reasoning is not None:
-        carried[_OPAQUE_REASONING_FIELD] = fields[_OPAQUE_REASONING_FIELD]
+        carried[shape.opaque_field] = fields[shape.opaque_field]
         rules.append("reasoning_details")
     elif has_opaque:
-        dropped.append((f".{_OPAQUE_REASONING_FIELD}", "format_takes_no_reasoning"))
+        dropped.append((f".{shape.opaque_field}", "format_takes_no_reasoning"))
     tool_turn_field = tool_turn_reasoning if tool_turn or preserve else None
-    for name in _REASONING_TEXT_FIELDS:
+    for name in shape.reasoning_fields:
         if value_of(fields, name) in (None, ""):
             continue
         if name == tool_turn_field:
@@ -75,13 +85,14 @@ def read_message(
             dropped.append((f".{name}", "reasoning_text"))
     content = value_of(fields, "content")
     for index, chunk in enumerate(content if isinstance(content, list) else []):
-        if isinstance(chunk, dict) and chunk.get("type") == "thinking":
+        if shape.is_reasoning_chunk(chunk):
             dropped.append((f".content[{index}]", "reasoning_text"))
     return MessageReading(_tool_calls(fields), dropped, has_opaque, carried, tuple(rules))
 
 
 def native_message(
     record: Record,
+    shape: MessageFormat,
     tool_calls: list[msgspec.Raw],
     carried: dict[str, msgspec.Raw] | None = None,
 ) -> bytes | None:
@@ -94,7 +105,7 @@ def native_message(
         return None
     message: dict[str, object] = {
         "role": "assistant",
-        "content": _content_value(record, bool(tool_calls)),
+        "content": _content_value(record, shape, bool(tool_calls)),
     }
     message.update(carried or {})
     if tool_calls:
@@ -102,9 +113,10 @@ def native_message(
     return msgspec.json.encode(message)
 
 
-def _content_value(record: Record, has_tool_calls: bool) -> str | None:
-    """OpenAI documents `content: null` beside tool calls; Mistral and Ollama take a string."""
-    if not record.content and has_tool_calls and record.format == "openai_chat":
+def _content_value(record: Record, shape: MessageFormat, has_tool_calls: bool) -> str | None:
+    """`content: null` beside tool calls where the format documents it (OpenAI); a string
+    for the others (Mistral and Ollama)."""
+    if not record.content and has_tool_calls and shape.null_content_beside_calls:
         return None
     return record.content
 

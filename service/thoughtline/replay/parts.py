@@ -17,8 +17,8 @@ A part is one of four kinds:
 
 Each part-list format writes its `PartFormat` (how it reads a part, rewrites visible text,
 wraps kept parts) in its provider folder (`providers/<format>/replay.py`). Chat-shaped
-formats (OpenAI Chat, Mistral, Ollama) have one message as their only part; see
-`messages.py`.
+formats (OpenAI Chat, Mistral, Ollama) have one message as their only part; their row carries
+a `MessageFormat` instead (where the message holds reasoning); see `messages.py`.
 """
 
 from __future__ import annotations
@@ -179,6 +179,20 @@ TurnBuilder = Callable[[str, list[ToolCall], list[str | None]], list[Any]]
 """(content, tool calls, their ids) -> the target's turn items as JSON-ready values."""
 
 
+@dataclass(frozen=True)
+class MessageFormat:
+    """Where a Chat-shaped format's message holds reasoning, and how its message is written."""
+
+    reasoning_fields: tuple[str, ...]
+    """The message fields that hold reasoning text, in the order their notes are given."""
+    opaque_field: str
+    """The field of opaque reasoning entries (signatures, encrypted data), a list."""
+    is_reasoning_chunk: Callable[[Any], bool]
+    """A chunk of a `content` list that is reasoning (never goes back)."""
+    null_content_beside_calls: bool
+    """Whether a message of only tool calls says `content: null` (else an empty string)."""
+
+
 class ReplayRow(Protocol):
     """What replay needs of a provider row (the API hands the engine a lookup of rows)."""
 
@@ -193,6 +207,9 @@ class ReplayRow(Protocol):
 
     @property
     def tool_turn_reasoning(self) -> str | None: ...
+
+    @property
+    def replay_message(self) -> MessageFormat | None: ...
 
     @property
     def message_shaped(self) -> bool: ...

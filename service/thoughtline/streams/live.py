@@ -9,10 +9,12 @@ worker may apply any chunk. What a stream carries from one chunk to the next is 
 - the stream's *log*: one element per applied entry (`LiveStep.logged`, the entry's framed
   chunks), only ever appended.
 
-`LiveStream` is the engine: the format's assembler, the incremental inline-reasoning scanner
-and what the consumer has been shown. A worker keeps a stream's engine between chunks; a worker
-that has none, or one that is behind, builds it (`LiveStream.restore`) or brings it up to date
-(`LiveStream.catch_up`) by feeding it the log elements it has not seen, exactly as they were
+`LiveEngine` is the engine: the format's assembler, the incremental inline-reasoning scanner
+and what the consumer has been shown. It is handed its format's row (`LiveRow`) and the API's
+reader of a stream's chunks (`ChunkReader`); the live entries' front door
+(`thoughtline.live.LiveStream`) looks both up. A worker keeps a stream's engine between chunks;
+a worker that has none, or one that is behind, builds it (`LiveStream.restore`) or brings it up
+to date (`catch_up`) by feeding it the log elements it has not seen, exactly as they were
 applied, so the same chunks give the same deltas whichever worker applies them. A step's work
 is the chunk's own (plus whatever the engine missed): it does not grow with the stream. At the
 end the record is read from the logged chunks by the same path as a recorded stream
@@ -46,11 +48,10 @@ import re
 import secrets
 from collections import deque
 from collections.abc import Sequence
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple, Protocol
 
 import msgspec
 
-from thoughtline.api import read_chunks
 from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import (
     KNOWN_FORMATS,
@@ -61,26 +62,28 @@ from thoughtline.contract.record import (
     Revision,
     RevisionDirection,
 )
-from thoughtline.providers.registry import FORMATS_BY_NAME
 from thoughtline.reading.compose import leaked
 from thoughtline.reading.payload import meta_object, require_utf8
 from thoughtline.reading.turn import may_carry_thought_label
 from thoughtline.reasoning.dialects import DIALECTS, TOOL_CALL_MARKERS
-from thoughtline.reasoning.scanner import IncrementalExtractor
-from thoughtline.streams.base import Chunk, Piece
+from thoughtline.reasoning.incremental import IncrementalExtractor
+from thoughtline.streams.base import Assembly, Chunk, Piece, StreamRun
 from thoughtline.streams.framing import frame_piece
 from thoughtline.streams.prompt_reasoning import opens_in_prompt
 
 __all__ = [
     "STATE_VERSION",
+    "ChunkReader",
     "LiveChunk",
+    "LiveEngine",
     "LiveOrderError",
+    "LiveRow",
     "LiveState",
     "LiveStep",
-    "LiveStream",
     "check_chunk",
     "decode_state",
     "encode_state",
+    "first_state",
 ]
 
 STATE_VERSION: Final = 2
@@ -136,6 +139,33 @@ class LiveStep(NamedTuple):
 
 class LiveOrderError(ValueError):
     """A chunk that is not the stream's next one, or a log that does not fit the state."""
+
+
+class LiveRow(Protocol):
+    """What the live engine needs of its format's row: a stream assembly to feed chunk by
+    chunk, and (for the model name, read early) the whole-stream assembler and body reader."""
+
+    def start_stream(self) -> StreamRun[Any]: ...
+
+    def assemble_stream(self, chunks: Sequence[Chunk], done_marker: bool, /) -> Assembly: ...
+
+    def read_body(
+        self, payload: bytes, *, record_id: str | None, meta: msgspec.Raw | None
+    ) -> Record: ...
+
+
+class ChunkReader(Protocol):
+    """The record of a stream's chunks, read as a recorded stream's are (`api.read_chunks`)."""
+
+    def __call__(
+        self,
+        chunks: Sequence[Chunk],
+        done_marker: bool,
+        format: str | None,
+        *,
+        record_id: str | None,
+        meta: msgspec.Raw | None,
+    ) -> tuple[Record, Assembly]: ...
 
 
 def encode_state(state: LiveState) -> bytes:
@@ -290,14 +320,33 @@ class _Output(NamedTuple):
     revision: RevisionDirection | None
 
 
-class LiveStream:
-    """A stream's engine: the assembly fed so far, the scanner, and what was shown. Built at
-    `seq` 0 (`start`), from the log (`restore`), or brought up to date (`catch_up`)."""
+def first_state(chunk: LiveChunk) -> LiveState:
+    """The state of a new stream, for its chunk of `seq` 0 (checked)."""
+    check_chunk(chunk)
+    if chunk.seq != 0:
+        raise LiveOrderError(f"chunk {chunk.seq} of {chunk.stream!r}; expected 0")
+    return LiveState(
+        version=STATE_VERSION,
+        format=chunk.format,
+        id=chunk.stream,
+        token=secrets.token_hex(8),
+        next_seq=0,
+        meta=chunk.meta,
+    )
 
-    def __init__(self, state: LiveState, *, prompt_table: bool = True) -> None:
+
+class LiveEngine:
+    """A stream's engine: the assembly fed so far, the scanner, and what was shown. Built for
+    a state (a new one: `first_state`) and brought up to date with its log (`catch_up`)."""
+
+    def __init__(
+        self, state: LiveState, row: LiveRow, read: ChunkReader, *, prompt_table: bool = True
+    ) -> None:
         self.state = state
         self.prompt_table = prompt_table
-        self.run = FORMATS_BY_NAME[state.format].start_stream()
+        self.row = row
+        self.read = read
+        self.run = row.start_stream()
         self.chunks: list[Chunk] = []
         self.done_marker = False
         self.position = 0
@@ -320,31 +369,6 @@ class LiveStream:
         self.native_seen = False
         self.size = 0
         """Bytes of chunk data held (for a worker's bound on kept engines)."""
-
-    @classmethod
-    def start(cls, chunk: LiveChunk, *, prompt_table: bool = True) -> LiveStream:
-        """A new stream, for its chunk of `seq` 0."""
-        check_chunk(chunk)
-        if chunk.seq != 0:
-            raise LiveOrderError(f"chunk {chunk.seq} of {chunk.stream!r}; expected 0")
-        state = LiveState(
-            version=STATE_VERSION,
-            format=chunk.format,
-            id=chunk.stream,
-            token=secrets.token_hex(8),
-            next_seq=0,
-            meta=chunk.meta,
-        )
-        return cls(state, prompt_table=prompt_table)
-
-    @classmethod
-    def restore(
-        cls, state: LiveState, log: Sequence[bytes], *, prompt_table: bool = True
-    ) -> LiveStream:
-        """The engine of `state`, from its whole log."""
-        engine = cls(state, prompt_table=prompt_table)
-        engine.catch_up(state, log)
-        return engine
 
     def fits(self, state: LiveState) -> bool:
         """Whether this engine is of `state`'s stream and not ahead of it."""
@@ -485,10 +509,9 @@ class LiveStream:
             )
 
     def _model(self) -> str | None:
-        row = FORMATS_BY_NAME[self.state.format]
-        assembly = row.assemble_stream(self.chunks, self.done_marker)
+        assembly = self.row.assemble_stream(self.chunks, self.done_marker)
         try:
-            record = row.read_body(assembly.body, record_id=self.state.id, meta=None)
+            record = self.row.read_body(assembly.body, record_id=self.state.id, meta=None)
         except NormalizeError:
             return None
         return record.model
@@ -577,7 +600,7 @@ class LiveStream:
         delta.accumulated_text = "".join(self.text.shown)
         delta.accumulated_thinking = "".join(self.thinking.shown)
         try:
-            record, _ = read_chunks(
+            record, _ = self.read(
                 self.chunks,
                 self.done_marker,
                 self.state.format,

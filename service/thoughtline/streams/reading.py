@@ -13,7 +13,7 @@ from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import Delta, DeltaText, FormatName, Record, Usage
 from thoughtline.reading.compose import malformed
 from thoughtline.reading.turn import VisibleTextReading, may_carry_thought_label
-from thoughtline.reasoning.scanner import extract_chunks
+from thoughtline.reasoning.incremental import extract_chunks
 from thoughtline.streams.base import Assembler, Assembly, Chunk, Piece
 
 __all__ = ["StreamRow", "read_chunks", "stream_deltas", "whole_body_delta"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -51,9 +52,11 @@ from thoughtline.worker.connections import Broker, ClusterBroker, RedisClient, a
 from thoughtline.worker.conversations import ConversationStore
 from thoughtline.worker.entries import DeliveredEntry, Outcome
 from thoughtline.worker.group import (
+    GroupState,
     ensure_group,
     forget_consumer,
     group_state,
+    recreate_vanished_group,
     remove_dead_consumers,
 )
 from thoughtline.worker.health import HealthServer
@@ -186,7 +189,7 @@ class Worker:
             lane_settings,
             committer,
             self.metrics,
-            reclaimer.recreate_group,
+            functools.partial(recreate_vanished_group, self.client, lane_settings),
             self.conversations,
             live=live,
         )
@@ -447,7 +450,7 @@ class Worker:
 
     # --- health ------------------------------------------------------------------------------
 
-    async def _group_states(self) -> list[dict[str, Any] | None]:
+    async def _group_states(self) -> list[GroupState | None]:
         """Each partition's group (`XINFO GROUPS`), all asked at once."""
         return await asyncio.gather(
             *(group_state(self.client, lane.settings) for lane in self.lanes)
@@ -481,11 +484,9 @@ class Worker:
             for lane, group in zip(self.lanes, groups, strict=True):
                 if group is None:
                     continue
-                lag = group.get("lag")  # Redis >= 7; None when Redis cannot tell
-                pending = int(group.get("pending") or 0)
-                lane_lag = pending + (int(lag) if lag is not None else 0)
+                lane_lag = group.pending + (group.lag or 0)
                 total_lag += lane_lag
-                total_pending += pending
+                total_pending += group.pending
                 if len(self.lanes) > 1:
                     self.metrics.partition_lag().labels(lane.keys.label).set(lane_lag)
             if any(group is not None for group in groups):

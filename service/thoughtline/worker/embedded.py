@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Final
+from typing import Final, NamedTuple
 
 from thoughtline.contract.errors import ThoughtlineError
 
@@ -104,17 +104,25 @@ def running_url(data_dir: Path = DEFAULT_DATA_DIR) -> str | None:
     return url if _answers(port) else None
 
 
-def join_or_start(data_dir: Path = DEFAULT_DATA_DIR) -> tuple[str, EmbeddedRedis | None]:
-    """The URL of this folder's embedded Redis, and the server when this call started it
-    (None: another process runs it, and stops it). A server still starting is waited for."""
+class JoinedRedis(NamedTuple):
+    """This folder's embedded Redis, as `join_or_start` found or started it."""
+
+    url: str
+    started: EmbeddedRedis | None
+    """The server, when this call started it; None: another process runs it, and stops it."""
+
+
+def join_or_start(data_dir: Path = DEFAULT_DATA_DIR) -> JoinedRedis:
+    """The URL of this folder's embedded Redis, started unless another process runs it. A
+    server still starting is waited for."""
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while True:
         url = running_url(data_dir)
         if url is not None:
-            return url, None
+            return JoinedRedis(url, None)
         server = EmbeddedRedis(data_dir)
         try:
-            return server.start(), server
+            return JoinedRedis(server.start(), server)
         except EmbeddedRedisTakenError:
             if time.monotonic() > deadline:
                 raise

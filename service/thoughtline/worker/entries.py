@@ -98,6 +98,8 @@ class Outcome:
     entry_id: bytes
     outputs: list[Output | RecordOutput]
     format_name: str | None
+    """The record's format, or, for a dead letter, the format the entry declared as it gave it
+    (unchecked: it may name no format); used only as a metric label (`metrics.format_label`)."""
     record: Record | None = None
     dead_reason: str | None = None
     dead_error: str | None = None
@@ -113,7 +115,8 @@ class Outcome:
         if self.record is None or not detections:
             return
         self.record.detections.extend(detections)
-        self.outputs[0] = record_output(self.record, settings, request=self.inspection is not None)
+        again = record_output(self.record, settings, request=self.inspection is not None)
+        self.outputs = [again if isinstance(out, RecordOutput) else out for out in self.outputs]
 
 
 def process(
@@ -132,16 +135,17 @@ def process(
                 f"delivered {delivery_count} times, more than THOUGHTLINE_MAX_DELIVERIES="
                 f"{settings.max_deliveries}",
             )
-        record, extra_outputs, inspection = _normalize_entry(entry_id, fields, settings)
+        normalized = _normalize_entry(entry_id, fields, settings)
     except NormalizeError as error:
         return dead_letter(entry_id, raw_fields, declared_format, error, delivery_count, settings)
     except Exception as error:  # a normalizer bug must not stop the worker: dead-letter it
         # Only the type name: an exception message may quote payload text.
         crash = NormalizeError("normalizer_crash", f"the normalizer raised {type(error).__name__}")
         return dead_letter(entry_id, raw_fields, declared_format, crash, delivery_count, settings)
+    record, inspection = normalized.record, normalized.inspection
     outputs: list[Output | RecordOutput] = [
         record_output(record, settings, request=inspection is not None),
-        *extra_outputs,
+        *normalized.deltas,
     ]
     return Outcome(entry_id, outputs, record.format, record=record, inspection=inspection)
 
@@ -264,9 +268,17 @@ def _as_fields(values: Mapping[str, Any]) -> dict[bytes, bytes]:
     return fields
 
 
-def _normalize_entry(
-    entry_id: bytes, fields: Fields, settings: Settings
-) -> tuple[Record, list[Output], RequestInspection | None]:
+class NormalizedEntry(NamedTuple):
+    """What an entry's fields were read into, before its outputs are written out."""
+
+    record: Record
+    deltas: list[Output]
+    """The deltas stream's entries (`deltas=1`), else empty."""
+    inspection: RequestInspection | None
+    """For a `kind=request` entry: what the conversation check compares."""
+
+
+def _normalize_entry(entry_id: bytes, fields: Fields, settings: Settings) -> NormalizedEntry:
     if not fields:
         raise NormalizeError("invalid_entry", "the entry has no fields (deleted from the stream?)")
     payload = fields.get(b"payload")
@@ -293,7 +305,7 @@ def _normalize_entry(
             meta=meta,
             max_payload_bytes=settings.max_payload_bytes,
         )
-        return inspection.record, [], inspection
+        return NormalizedEntry(inspection.record, [], inspection)
     if kind != b"response":
         raise NormalizeError("invalid_entry", "`kind` must be `response` or `request`")
     if not wants_deltas:
@@ -304,7 +316,7 @@ def _normalize_entry(
             meta=meta,
             max_payload_bytes=settings.max_payload_bytes,
         )
-        return record, [], None
+        return NormalizedEntry(record, [], None)
     record, deltas = normalize_with_deltas(
         payload,
         format_name,
@@ -312,7 +324,9 @@ def _normalize_entry(
         meta=meta,
         max_payload_bytes=settings.max_payload_bytes,
     )
-    return record, [_delta_output(delta, record, settings) for delta in deltas], None
+    return NormalizedEntry(
+        record, [_delta_output(delta, record, settings) for delta in deltas], None
+    )
 
 
 def _delta_output(delta: Delta, record: Record, settings: Settings) -> Output:

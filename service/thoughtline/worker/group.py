@@ -1,5 +1,5 @@
-"""The consumer group's administration: creating it, reading its state, and removing the
-consumer names that dead workers leave in it.
+"""The consumer group's administration: creating it (and again when it vanished), reading its
+state, and removing the consumer names that dead workers leave in it.
 
 **Creating the group.** A new group starts at 0 (entries added before any worker ran are read
 too; FastStream would create it at `$` and skip them). A group lost under retained entries is
@@ -28,12 +28,13 @@ without heartbeats, or one frozen that long), its next read adds its name again.
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from redis import exceptions as redis_errors
 
 from thoughtline.worker.commit import STREAM_IDS_LUA, committed_key
 from thoughtline.worker.connections import RedisClient
+from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, describe_refusal
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -110,8 +111,41 @@ async def ensure_group(client: RedisClient, settings: Settings) -> str | None:
     return created.decode() if isinstance(created, bytes) else str(created)
 
 
-async def group_state(client: RedisClient, settings: Settings) -> dict[str, Any] | None:
-    """The group's `XINFO GROUPS` entry (`pending`, `lag`, ...), or None if it does not exist."""
+async def recreate_vanished_group(client: RedisClient, settings: Settings) -> None:
+    """Create the vanished group again (a reader, the reclaimer or a commit met `NOGROUP`).
+    Redis unreachable or refusing the write (at `maxmemory` it refuses `XGROUP CREATE`): the
+    next `NOGROUP` comes back here."""
+    try:
+        start = await ensure_group(client, settings)
+    except TRANSIENT_ERRORS:
+        return
+    except WRITE_REFUSALS as error:
+        logger.warning(
+            "the consumer group %s has vanished and Redis refuses to create it (%s); retrying",
+            settings.group,
+            describe_refusal(error),
+        )
+        return
+    if start is not None:
+        logger.warning(
+            "the consumer group %s had vanished (Redis restarted empty, or the group "
+            "was deleted); recreated it at id %s",
+            settings.group,
+            start,
+        )
+
+
+class GroupState(NamedTuple):
+    """What `/readyz` and the lag metrics read of the group (its `XINFO GROUPS` entry)."""
+
+    pending: int
+    """Entries read and not yet acknowledged."""
+    lag: int | None
+    """Entries not yet read (Redis >= 7); None when Redis cannot tell."""
+
+
+async def group_state(client: RedisClient, settings: Settings) -> GroupState | None:
+    """The group's pending entries and lag, or None if it does not exist."""
     try:
         groups = await client.xinfo_groups(settings.input_stream)
     except redis_errors.ResponseError:  # no such stream
@@ -119,8 +153,8 @@ async def group_state(client: RedisClient, settings: Settings) -> dict[str, Any]
     for group in groups:
         name = group["name"]
         if (name.decode() if isinstance(name, bytes) else name) == settings.group:
-            found: dict[str, Any] = group
-            return found
+            lag = group.get("lag")
+            return GroupState(int(group.get("pending") or 0), None if lag is None else int(lag))
     return None
 
 

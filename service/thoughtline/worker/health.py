@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -51,7 +51,9 @@ class HealthServer:
             request_line = await asyncio.wait_for(_read_head(reader), timeout=5)
             status, content_type, body = await self._respond(request_line)
         except (TimeoutError, ValueError, asyncio.IncompleteReadError):
-            status, content_type, body = "400 Bad Request", "text/plain", b"bad request\n"
+            status, content_type, body = _Response(
+                "400 Bad Request", "text/plain", b"bad request\n"
+            )
         head = (
             f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -61,20 +63,28 @@ class HealthServer:
             await writer.drain()
             writer.close()
 
-    async def _respond(self, request_line: bytes) -> tuple[str, str, bytes]:
+    async def _respond(self, request_line: bytes) -> _Response:
         parts = request_line.split()
         path = parts[1].split(b"?")[0] if len(parts) >= 2 else b""
         if path == b"/metrics":
             await self._before_scrape()
-            return "200 OK", CONTENT_TYPE_LATEST, self._metrics.exposition()
+            return _Response("200 OK", CONTENT_TYPE_LATEST, self._metrics.exposition())
         if path == b"/healthz":
-            return "200 OK", "text/plain", b"ok\n"
+            return _Response("200 OK", "text/plain", b"ok\n")
         if path == b"/readyz":
             problem = await self._readiness()
             if problem is None:
-                return "200 OK", "text/plain", b"ready\n"
-            return "503 Service Unavailable", "text/plain", f"not ready: {problem}\n".encode()
-        return "404 Not Found", "text/plain", b"try /metrics, /healthz or /readyz\n"
+                return _Response("200 OK", "text/plain", b"ready\n")
+            return _Response(
+                "503 Service Unavailable", "text/plain", f"not ready: {problem}\n".encode()
+            )
+        return _Response("404 Not Found", "text/plain", b"try /metrics, /healthz or /readyz\n")
+
+
+class _Response(NamedTuple):
+    status: str
+    content_type: str
+    body: bytes
 
 
 async def _read_head(reader: asyncio.StreamReader) -> bytes:

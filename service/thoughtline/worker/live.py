@@ -14,7 +14,7 @@ the input entry (or takes the chunk out of the parked hash), adds the step's log
 writes the new state and adds the delta (and, at the end, the record and dead letters). A step
 computed from a stream another worker has moved on from adds nothing and is computed again, so
 a chunk is applied once, in order, whichever worker gets it. A worker keeps the engine of each
-stream it applied (`streams.live.LiveStream`) and computes the next run from it without reading
+stream it applied (`thoughtline.live.LiveStream`) and computes the next run from it without reading
 Redis first (the script's checks say whether it was still current); an engine that is behind
 reads only the log elements it missed. A chunk ahead of its stream is parked (in the same kind
 of atomic step: acknowledged and stored) and applied right after its predecessor, by the worker
@@ -48,7 +48,7 @@ from redis import exceptions as redis_errors
 
 from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import encode
-from thoughtline.streams.live import (
+from thoughtline.live import (
     LiveChunk,
     LiveOrderError,
     LiveState,

@@ -1,12 +1,11 @@
-"""Taking over the entries of dead consumers (`claim_idle`), and bringing back a consumer group
-that vanished.
+"""Taking over the entries of dead consumers (`claim_idle`) and the loop that does it.
 
 A worker that dies (SIGKILL, out of memory, a lost node) leaves its entries pending in the
 group. Every worker runs a `Reclaimer`: past `THOUGHTLINE_MIN_IDLE_MS` it claims them
 (`XAUTOCLAIM`), one at a time, and finishes each through the same path as a fresh batch
 (normalize, then the atomic commit). If the group is gone (Redis came back empty, or the
-group was deleted), the reclaimer notices (`NOGROUP`) and creates it again, at 0 or, when
-entries were retained, where the committed ones end (`thoughtline.worker.group.ensure_group`).
+group was deleted), the reclaimer notices (`NOGROUP`) and has it created again, at 0 or, when
+entries were retained, where the committed ones end (`thoughtline.worker.group`).
 
 While Redis refuses writes (`check_writes`), nothing is claimed: a claim counts a delivery,
 and the commit would be refused too, so claiming would only bring entries nearer to
@@ -15,18 +14,17 @@ and the commit would be refused too, so claiming would only bring entries nearer
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from redis import exceptions as redis_errors
 
 from thoughtline.worker.connections import RedisClient
 from thoughtline.worker.entries import DeliveredEntry
-from thoughtline.worker.group import ensure_group
+from thoughtline.worker.group import recreate_vanished_group
 from thoughtline.worker.metrics import Metrics
-from thoughtline.worker.retry import TRANSIENT_ERRORS, WRITE_REFUSALS, Backoff, describe_refusal
+from thoughtline.worker.retry import TRANSIENT_ERRORS, Backoff
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -64,13 +62,13 @@ class Reclaimer:
         """Reclaim every `interval` until `keep_going()` is false; Redis errors are retried."""
         backoff = Backoff(self.interval, MAX_DELAY_SECONDS)
         while keep_going():
-            await asyncio.sleep(backoff.delay)
+            await backoff.sleep()
             try:
                 await self.reclaim_once()
                 backoff.reset()
             except redis_errors.ResponseError as error:
                 if "NOGROUP" in str(error):
-                    await self.recreate_group()
+                    await recreate_vanished_group(self._client, self._settings)
                     continue
                 delay = backoff.grow()
                 logger.error("reclaimer: Redis refused (%s); retrying in %.1f s", error, delay)
@@ -110,33 +108,19 @@ class Reclaimer:
                     )
                 return total
 
-    async def recreate_group(self) -> None:
-        """Create the vanished group again. Redis unreachable or refusing the write (at
-        `maxmemory` it refuses `XGROUP CREATE`): the next `NOGROUP` comes back here."""
-        try:
-            start = await ensure_group(self._client, self._settings)
-        except TRANSIENT_ERRORS:
-            return
-        except WRITE_REFUSALS as error:
-            logger.warning(
-                "the consumer group %s has vanished and Redis refuses to create it (%s); retrying",
-                self._settings.group,
-                describe_refusal(error),
-            )
-            return
-        if start is not None:
-            logger.warning(
-                "the consumer group %s had vanished (Redis restarted empty, or the group "
-                "was deleted); recreated it at id %s",
-                self._settings.group,
-                start,
-            )
+
+class ClaimedPage(NamedTuple):
+    """One `XAUTOCLAIM` page: where the next starts, and the entries it claimed."""
+
+    next_cursor: bytes
+    """`0-0` when the scan is through the pending entries."""
+    entries: list[DeliveredEntry]
 
 
 async def claim_idle(
     client: RedisClient, settings: Settings, consumer: str, cursor: bytes, count: int = 1
-) -> tuple[bytes, list[DeliveredEntry]]:
-    """One `XAUTOCLAIM` page: (next cursor, [(entry id, fields, times delivered)]).
+) -> ClaimedPage:
+    """One `XAUTOCLAIM` page, each entry with the times it was delivered.
 
     The delivery counts come from `XPENDING` right after the claim (which counted itself).
     The worker claims one entry at a time: a claim counts a delivery, so an entry that kills
@@ -150,12 +134,13 @@ async def claim_idle(
         start_id=cursor,
         count=count,
     )
-    next_cursor: bytes = response[0]
-    claimed = [(entry_id, fields) for entry_id, fields in response[1] if entry_id is not None]
-    if len(claimed) < len(response[1]):  # Redis 6.2: nil for an entry deleted from the stream
+    next_cursor: bytes
+    next_cursor, page, *_deleted_ids = response  # Redis 7 adds the ids it dropped as deleted
+    claimed = [(entry_id, fields) for entry_id, fields in page if entry_id is not None]
+    if len(claimed) < len(page):  # Redis 6.2: nil for an entry deleted from the stream
         await _acknowledge_deleted(client, settings, consumer, cursor, next_cursor, count)
     if not claimed:
-        return next_cursor, []
+        return ClaimedPage(next_cursor, [])
     async with client.pipeline(transaction=False) as pipeline:
         for entry_id, _ in claimed:
             pipeline.xpending_range(
@@ -166,7 +151,7 @@ async def claim_idle(
     for (entry_id, fields), pending in zip(claimed, pending_lists, strict=True):
         times_delivered = int(pending[0]["times_delivered"]) if pending else 1
         entries.append(DeliveredEntry(entry_id, fields, times_delivered))
-    return next_cursor, entries
+    return ClaimedPage(next_cursor, entries)
 
 
 async def _acknowledge_deleted(

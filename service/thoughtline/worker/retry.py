@@ -9,9 +9,10 @@ Three kinds of error, each decided here once:
   and reported (`describe_refusal`), never turned into a dead letter.
 - Anything else is the caller's to decide (usually: a few retries, then raise).
 
-Every retry loop of the worker (the commit, the reclaimer, the group check at start, the
-conversation checks, the reader's refused reads) waits with a `Backoff`: doubling from a first
-delay up to a longest one.
+Every retry loop waits with a `Backoff`: the worker's (the commit, the reclaimer, the group
+check at start, the conversation checks, the reader's refused reads, the live steps) doubling
+from a first delay up to a longest one; the export's and the capture publisher's threads along
+their fixed steps (`Backoff(steps=...)`), each delay taken with `take()`.
 
 `XREADGROUP` is a write to Redis (it moves the group's cursor): a read-only replica refuses it
 like a commit. FastStream's reader would retry such a refusal at once, forever, logging each
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 from redis import exceptions as redis_errors
@@ -70,26 +71,57 @@ def describe_refusal(error: redis_errors.ResponseError) -> str:
 
 
 class Backoff:
-    """Delays that double from `first` up to `longest`: `delay` is the next wait, `wait()`
-    sleeps it and doubles it, `reset()` starts again from `first` (after a success)."""
+    """The one wait of every retry loop: `delay` is the next wait, `grow()` moves to the next
+    (doubling from `first` up to `longest`, or along fixed `steps`, the last repeated),
+    `reset()` starts again from the first (after a success).
 
-    def __init__(self, first: float | None = None, longest: float | None = None) -> None:
+    Async loops `await wait()` (sleep, then grow) or `await sleep()` (sleep, no growth: a loop
+    that grows only on failure); a thread that waits on its own event or condition (so that a
+    stop ends the wait) takes each delay with `take()`."""
+
+    def __init__(
+        self,
+        first: float | None = None,
+        longest: float | None = None,
+        *,
+        steps: Sequence[float] = (),
+    ) -> None:
         # The module's constants are read here, not as defaults, so a test can shorten them.
+        self._steps = tuple(steps)
+        if self._steps:
+            first, longest = self._steps[0], self._steps[-1]
         self.first = RETRY_FIRST_SECONDS if first is None else first
         self.longest = RETRY_MAX_SECONDS if longest is None else longest
+        self._step = 0
         self.delay = self.first
         """The wait `wait()` sleeps next (what a retry message quotes)."""
 
     def reset(self) -> None:
+        self._step = 0
         self.delay = self.first
 
     def grow(self) -> float:
-        """Double the delay (up to `longest`) without waiting; returns the new delay."""
-        self.delay = min(self.delay * 2, self.longest)
+        """Move to the next delay without waiting (double it up to `longest`, or the next of
+        `steps`); returns the new delay."""
+        if self._steps:
+            self._step = min(self._step + 1, len(self._steps) - 1)
+            self.delay = self._steps[self._step]
+        else:
+            self.delay = min(self.delay * 2, self.longest)
         return self.delay
 
+    def take(self) -> float:
+        """The delay to wait now, the next one grown (for a caller that waits by its own means)."""
+        delay = self.delay
+        self.grow()
+        return delay
+
+    async def sleep(self) -> None:
+        """Sleep the current delay, leaving it as it is."""
+        await asyncio.sleep(self.delay)
+
     async def wait(self, at_most: float | None = None) -> None:
-        """Sleep the current delay (or `at_most`, if shorter), then double it."""
+        """Sleep the current delay (or `at_most`, if shorter), then grow it."""
         await asyncio.sleep(self.delay if at_most is None else min(self.delay, at_most))
         self.grow()
 

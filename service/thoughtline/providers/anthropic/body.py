@@ -29,7 +29,12 @@ from thoughtline.reading.compose import (
     tool_arguments,
 )
 from thoughtline.reading.turn import VisibleTextReading, build_record
-from thoughtline.reading.wire_values import is_filled_string, string_or_none, view_or_detect
+from thoughtline.reading.wire_values import (
+    is_filled_string,
+    probe_view,
+    string_or_none,
+    view_or_detect,
+)
 
 FORMAT: Final = "anthropic"
 PROVIDER: Final = "anthropic"
@@ -202,6 +207,13 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn) -> None:
     else:
         turn.native_thinking = join_blocks(thinking_blocks)
     turn.visible_text = "".join(visible)
+
+
+def cache_write_tokens(native_usage: bytes) -> int | None:
+    """`cache_creation_input_tokens` of a record's `native_usage` (the export's cache-write
+    count); None when absent or not an integer."""
+    counts = probe_view(native_usage, _Usage)
+    return counts.cache_creation_input_tokens if counts is not None else None
 
 
 def _is_server_block(block_type: Any) -> bool:

@@ -320,6 +320,17 @@ def read_blocks(raw_blocks: list[msgspec.Raw], turn: Turn, *, signed: bool) -> N
     turn.visible_text = "".join(visible)
 
 
+def cache_write_tokens(native_usage: bytes) -> int | None:
+    """`cacheWriteInputTokens` (else the older `cacheWriteInputTokenCount`) of a record's
+    `native_usage` (the export's cache-write count); None when absent or not an integer."""
+    counts = probe_view(native_usage, _Usage)
+    if counts is None:
+        return None
+    if counts.cacheWriteInputTokens is not None:
+        return counts.cacheWriteInputTokens
+    return counts.cacheWriteInputTokenCount
+
+
 def _read_block(
     raw_block: msgspec.Raw,
     index: int,

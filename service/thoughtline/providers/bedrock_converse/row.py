@@ -16,6 +16,8 @@ ROW: Final = Format(
     read_request=request.read_request,
     rebuild_turn=replay.rebuild_turn,
     replay_parts=replay.PARTS,
+    replay_message=None,
     shape=shape.PROBES,
     opaque_values=replay.opaque_values,
+    cache_write_tokens=body.cache_write_tokens,
 )

@@ -1,11 +1,12 @@
 """How a Bedrock Converse body or ConverseStream is told apart: a body has `output` and
-`stopReason`; stream events are named (event lines, or each chunk's only key)."""
+`stopReason`; stream events are named (event lines, or each chunk's only key); a request's
+message blocks carry no `type`."""
 
 from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.shape import Probes, Shape, present
+from thoughtline.providers.shape import Probes, RequestView, Shape, present
 
 EVENTS: Final = frozenset(
     {
@@ -44,6 +45,20 @@ def _stream_event(shape: Shape) -> bool:
     return present(shape.messageStart) or present(shape.contentBlockDelta)
 
 
+_BLOCK_KEYS: Final = frozenset(
+    {"text", "toolUse", "toolResult", "reasoningContent", "image", "document"}
+)
+"""A Converse content block is an object with one of these keys and no `type`."""
+
+
+def _request(view: RequestView) -> bool:
+    return any("type" not in block and set(block) & _BLOCK_KEYS for block in view.blocks)
+
+
 PROBES: Final = Probes(
-    body=_body, event_name=EVENTS.__contains__, chunk=_chunk, stream_event=_stream_event
+    body=_body,
+    event_name=EVENTS.__contains__,
+    chunk=_chunk,
+    stream_event=_stream_event,
+    request=_request,
 )

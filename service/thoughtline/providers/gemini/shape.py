@@ -1,12 +1,13 @@
 """How a Gemini body or stream chunk is told apart: `candidates` or `promptFeedback` (a
 blocked prompt has no candidates), and, only when no other format claims it, a lone
-`usageMetadata`. A Gemini stream chunk has its body's shape."""
+`usageMetadata`. A Gemini stream chunk has its body's shape.
+A request has `contents`."""
 
 from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.shape import Probes, Shape, present
+from thoughtline.providers.shape import Probes, RequestView, Shape, present
 
 
 def _body(shape: Shape, body: bytes) -> bool:
@@ -23,4 +24,8 @@ def _chunk(shape: Shape) -> bool:
     )
 
 
-PROBES: Final = Probes(body=_body, late_body=_late_body, chunk=_chunk)
+def _request(view: RequestView) -> bool:
+    return "contents" in view.body
+
+
+PROBES: Final = Probes(body=_body, late_body=_late_body, chunk=_chunk, request=_request)

@@ -3,7 +3,8 @@ record (as Chat's, with `content` a string)."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Final
 
 from thoughtline.contract.record import ToolCall
 from thoughtline.providers.openai_chat import replay as chat_replay
@@ -17,3 +18,7 @@ def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> 
 
 opaque_values = chat_replay.opaque_values
 """A Mistral message's opaque values, read as Chat's (the same message shape)."""
+
+MESSAGE: Final = dataclasses.replace(chat_replay.MESSAGE, null_content_beside_calls=False)
+"""Where a Mistral message holds reasoning: as Chat's (the same message shape); beside tool
+calls its `content` is a string, not null."""

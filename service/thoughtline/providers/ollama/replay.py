@@ -3,7 +3,8 @@ record (tool calls by name, arguments as an object)."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Final
 
 from thoughtline.contract.record import ToolCall
 from thoughtline.providers.openai_chat import replay as chat_replay
@@ -22,3 +23,7 @@ def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> 
 opaque_values = chat_replay.opaque_values
 """An Ollama message's opaque values, read as Chat's: Ollama sends none of its own, and a
 message that passed through an OpenAI-compatible proxy keeps the proxy's."""
+
+MESSAGE: Final = dataclasses.replace(chat_replay.MESSAGE, null_content_beside_calls=False)
+"""Where an Ollama message holds reasoning: as Chat's (the same message shape); beside tool
+calls its `content` is a string, not null."""

@@ -16,6 +16,7 @@ ROW: Final = Format(
     read_request=request.read_request,
     rebuild_turn=replay.rebuild_turn,
     replay_parts=None,
+    replay_message=replay.MESSAGE,
     shape=shape.PROBES,
     opaque_values=replay.opaque_values,
     tool_call_ids=False,

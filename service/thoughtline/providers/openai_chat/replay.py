@@ -4,11 +4,28 @@ from another format's record."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from thoughtline.contract.record import ToolCall
-from thoughtline.replay.parts import OpaqueValues, strings_named
+from thoughtline.replay.parts import MessageFormat, OpaqueValues, strings_named
 from thoughtline.replay.rebuild import arguments_string
+
+
+def _thinking_chunk(chunk: Any) -> bool:
+    """A `thinking` chunk of a `content` list (Mistral's, in the Chat shape it shares)."""
+    return isinstance(chunk, dict) and chunk.get("type") == "thinking"
+
+
+MESSAGE: Final = MessageFormat(
+    reasoning_fields=("reasoning_content", "reasoning", "thinking"),
+    opaque_field="reasoning_details",
+    is_reasoning_chunk=_thinking_chunk,
+    null_content_beside_calls=True,
+)
+"""Where a Chat-shaped message holds reasoning: the fields the servers of the shape use
+(`reasoning_content`: DeepSeek, Kimi, GLM, xAI, vLLM; `reasoning`: Groq, OpenRouter; Ollama's
+`thinking`), OpenRouter's `reasoning_details` entries, Mistral's `thinking` chunks. OpenAI
+documents `content: null` beside tool calls."""
 
 
 def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> list[Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.shape import Probes, Shape, present
+from thoughtline.providers.shape import Probes, RequestView, Shape, present
 
 CHUNK_OBJECT: Final = "chat.completion.chunk"
 
@@ -22,4 +22,9 @@ def _stream_event(shape: Shape) -> bool:
     return bool(shape.object == CHUNK_OBJECT)
 
 
-PROBES: Final = Probes(body=_body, chunk=_chunk, stream_event=_stream_event)
+def _request(view: RequestView) -> bool:
+    """Chat is what a `messages` request reads as when no other format's sign is in it."""
+    return view.has_messages
+
+
+PROBES: Final = Probes(body=_body, chunk=_chunk, stream_event=_stream_event, late_request=_request)

@@ -16,6 +16,7 @@ ROW: Final = Format(
     read_request=request.read_request,
     rebuild_turn=replay.rebuild_turn,
     replay_parts=replay.PARTS,
+    replay_message=None,
     shape=shape.PROBES,
     opaque_values=replay.opaque_values,
     history_field="input",

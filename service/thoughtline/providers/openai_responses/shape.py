@@ -1,11 +1,11 @@
 """How a Responses body or stream is told apart: a body is `object: response` (or has an
-`output` list); stream events are named `response.*`."""
+`output` list); stream events are named `response.*`; a request has `input`."""
 
 from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.shape import Probes, Shape
+from thoughtline.providers.shape import Probes, RequestView, Shape
 
 EVENT_PREFIX: Final = "response."
 
@@ -22,4 +22,10 @@ def _event(shape: Shape) -> bool:
     return shape.event_type().startswith(EVENT_PREFIX)
 
 
-PROBES: Final = Probes(body=_body, event_name=_event_name, chunk=_event, stream_event=_event)
+def _request(view: RequestView) -> bool:
+    return "input" in view.body
+
+
+PROBES: Final = Probes(
+    body=_body, event_name=_event_name, chunk=_event, stream_event=_event, request=_request
+)
