@@ -48,33 +48,12 @@ from thoughtline.contract.record import KNOWN_FORMATS as FORMATS
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bound  # beside this script
 import payloads
+from payloads import CORPUS, CORPUS_DIRECTORIES, corpus_bodies, format_bodies
 
 FLOOR_GOAL = 0.8
 LITELLM_GOAL = 12.0
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-
-CORPUS_DIRECTORIES: dict[str, tuple[str, ...]] = {
-    "gemini": ("gemini",),
-    "anthropic": ("anthropic",),
-    "openai_chat": ("openai-chat", "openai-compat"),
-    "openai_responses": ("openai-responses",),
-    "bedrock_converse": ("bedrock-converse",),
-    "mistral": ("mistral",),
-    "ollama": ("ollama-native",),
-}
-"""Registered format -> the corpus directories whose `.json` bodies are of that format."""
-
 Payload = TypeVar("Payload")
-
-
-def corpus_bodies(directory: str) -> list[bytes]:
-    return [path.read_bytes() for path in sorted((CORPUS / directory).glob("*.json"))]
-
-
-def format_bodies(format_name: str) -> list[bytes]:
-    directories = CORPUS_DIRECTORIES.get(format_name, ())
-    return [body for directory in directories for body in corpus_bodies(directory)]
 
 
 def rate(work: Callable[[Payload], object], payloads: Sequence[Payload], seconds: float) -> float:

@@ -17,6 +17,7 @@ import base64
 import json
 import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 COUNT = 48
@@ -370,3 +371,26 @@ def bodies(name: str, count: int = COUNT, variant: int = 16) -> list[bytes]:
         body = build(rng, size, index % 3 == 0, index % 4 == 1)
         out.append(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
     return out
+
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+
+CORPUS_DIRECTORIES: dict[str, tuple[str, ...]] = {
+    "gemini": ("gemini",),
+    "anthropic": ("anthropic",),
+    "openai_chat": ("openai-chat", "openai-compat"),
+    "openai_responses": ("openai-responses",),
+    "bedrock_converse": ("bedrock-converse",),
+    "mistral": ("mistral",),
+    "ollama": ("ollama-native",),
+}
+"""Registered format -> the corpus directories whose `.json` bodies are of that format."""
+
+
+def corpus_bodies(directory: str) -> list[bytes]:
+    return [path.read_bytes() for path in sorted((CORPUS / directory).glob("*.json"))]
+
+
+def format_bodies(format_name: str) -> list[bytes]:
+    directories = CORPUS_DIRECTORIES.get(format_name, ())
+    return [body for directory in directories for body in corpus_bodies(directory)]

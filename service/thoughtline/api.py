@@ -17,15 +17,12 @@ only a payload it refuses is looked at as a recorded stream.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import Delta, Record
-from thoughtline.inspection import conversation
-from thoughtline.inspection import request as request_engine
-from thoughtline.inspection.request import RequestInspection
 from thoughtline.providers.detection import (
     classify,
     detect_request_format,
@@ -36,12 +33,14 @@ from thoughtline.providers.registry import format_named
 from thoughtline.reading.compose import decode
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES, CheckedPayload, check_payload
 from thoughtline.reading.turn import VisibleTextReading
-from thoughtline.replay import history as history_engine
-from thoughtline.replay.history import History
 from thoughtline.streams import reading as stream_engine
 from thoughtline.streams.base import Assembly, Chunk
 from thoughtline.streams.framing import frame, holds_several_chunks
 from thoughtline.streams.reading import stream_deltas, whole_body_delta
+
+if TYPE_CHECKING:
+    from thoughtline.inspection.request import RequestInspection
+    from thoughtline.replay.history import History
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
@@ -158,6 +157,8 @@ def inspect_request(
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
 ) -> RequestInspection:
     """`normalize_request`, plus the fingerprints of the history's assistant texts."""
+    from thoughtline.inspection import request as request_engine  # not needed for responses
+
     checked = check_payload(
         payload, format, meta=meta, max_payload_bytes=max_payload_bytes, what="request"
     )
@@ -170,6 +171,8 @@ def build_history(
     records: Iterable[Record], to: str, *, preserve_reasoning: bool = False
 ) -> History:
     """The next-turn assistant turns of `records` for format `to` (see `thoughtline.replay`)."""
+    from thoughtline.replay import history as history_engine  # not needed for responses
+
     return history_engine.build_history(
         records, to, format_named, preserve_reasoning=preserve_reasoning
     )
@@ -177,12 +180,16 @@ def build_history(
 
 def encode_history(history: History) -> bytes:
     """The history as a JSON object keyed by its format's history field."""
+    from thoughtline.replay import history as history_engine
+
     return history_engine.encode_history(history, format_named(history.format))
 
 
 def is_reasoning_only(record: Record) -> bool:
     """A turn that reasoned and said nothing: no content, no tool calls (the loop backstop's
     rule; see `thoughtline.inspection.conversation`)."""
+    from thoughtline.inspection import conversation  # not needed for responses
+
     return conversation.is_reasoning_only(record, format_named(record.format))
 
 

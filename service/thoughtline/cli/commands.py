@@ -18,7 +18,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -53,7 +53,7 @@ def build_parser(*, serving: bool = True) -> argparse.ArgumentParser:
         prog="thoughtline",
         description="Normalize raw LLM provider responses: content, thinking, usage, replay parts.",
     )
-    parser.add_argument("--version", action="version", version=f"thoughtline {_version()}")
+    parser.add_argument("--version", action=_PrintVersion, help="print the version and exit")
     subparsers = parser.add_subparsers(required=True, metavar="COMMAND")
     _add_normalize(subparsers)
     _add_inspect(subparsers)
@@ -65,6 +65,24 @@ def build_parser(*, serving: bool = True) -> argparse.ArgumentParser:
         _list_service_commands(subparsers)
     _add_replay(subparsers)
     return parser
+
+
+class _PrintVersion(argparse.Action):
+    """`--version`, with the version read only when asked for: importlib.metadata would
+    otherwise add to the start of every command."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"thoughtline {_version()}")
+        parser.exit()
 
 
 def _version() -> str:

@@ -13,15 +13,46 @@ the text itself); `conversation` holds the per-conversation rules. The Redis sid
 `thoughtline.worker.conversations`.
 """
 
-from thoughtline.inspection.conversation import (
-    DEFAULT_REASONING_ONLY_LOOP_LIMIT,
-    conversation_id,
-    is_reasoning_only,
-    reasoning_only_loop,
-    thinking_fingerprints,
-)
-from thoughtline.inspection.fingerprints import HistoryFingerprint, repeated_reasoning
-from thoughtline.inspection.request import RequestInspection, inspect_request_body
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from thoughtline.inspection.conversation import (
+        DEFAULT_REASONING_ONLY_LOOP_LIMIT,
+        conversation_id,
+        is_reasoning_only,
+        reasoning_only_loop,
+        thinking_fingerprints,
+    )
+    from thoughtline.inspection.fingerprints import HistoryFingerprint, repeated_reasoning
+    from thoughtline.inspection.request import RequestInspection, inspect_request_body
+
+_LOADED_ON_FIRST_USE: Final = {
+    "DEFAULT_REASONING_ONLY_LOOP_LIMIT": "thoughtline.inspection.conversation",
+    "HistoryFingerprint": "thoughtline.inspection.fingerprints",
+    "RequestInspection": "thoughtline.inspection.request",
+    "conversation_id": "thoughtline.inspection.conversation",
+    "inspect_request_body": "thoughtline.inspection.request",
+    "is_reasoning_only": "thoughtline.inspection.conversation",
+    "reasoning_only_loop": "thoughtline.inspection.conversation",
+    "repeated_reasoning": "thoughtline.inspection.fingerprints",
+    "thinking_fingerprints": "thoughtline.inspection.conversation",
+}
+"""The package's names, imported at first use: a provider row imports `readers` alone, and
+reading a response needs neither the fingerprints (hashlib) nor the conversation rules
+(the replay engine)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LOADED_ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'thoughtline.inspection' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_REASONING_ONLY_LOOP_LIMIT",

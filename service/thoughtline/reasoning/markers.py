@@ -8,8 +8,8 @@ guard, and the markers as a trie (see `first_character_patterns`)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any, Final, Literal, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from thoughtline.contract.record import DialectName
 from thoughtline.reasoning.dialects import (
@@ -353,7 +353,29 @@ def _closer_pattern(dialect: Dialect) -> re.Pattern[str]:
     return re.compile("|".join(_literal_first(closer, dialect.kind) for closer in dialect.closers))
 
 
-BLOCK_END: Final = {dialect.name: _block_end_pattern(dialect) for dialect in DIALECTS}
+_Compiled = TypeVar("_Compiled")
+
+
+class PerDialect(dict[str, _Compiled]):
+    """A table keyed by dialect name whose entry is compiled at its first lookup: compiling
+    every dialect's block patterns at import took a good part of the command line's start,
+    and a text meets one dialect or two. A lookup is a dict's; a name that is no dialect's
+    raises KeyError. Only lookups by name are meant: iterating lists the entries compiled."""
+
+    def __init__(self, compile: Callable[[Dialect], _Compiled]) -> None:
+        super().__init__()
+        self._compile = compile
+
+    def __missing__(self, name: str) -> _Compiled:
+        compiled = self._compile(_DIALECTS_BY_NAME[name])
+        self[name] = compiled
+        return compiled
+
+
+_DIALECTS_BY_NAME: Final[dict[str, Dialect]] = {dialect.name: dialect for dialect in DIALECTS}
+
+
+BLOCK_END: Final = PerDialect(_block_end_pattern)
 """As one pattern per dialect, what `BLOCK_END_SEARCH` finds (a test holds the two equal)."""
 
 
@@ -416,7 +438,7 @@ def _block_end_searches(dialect: Dialect) -> tuple[tuple[str, re.Pattern[str], i
 _UNBOUNDED: Final = 1 << 62
 
 
-BLOCK_END_SEARCHES: Final = {dialect.name: _block_end_searches(dialect) for dialect in DIALECTS}
+BLOCK_END_SEARCHES: Final = PerDialect(_block_end_searches)
 
 
 CLOSER_KEYS: Final = {

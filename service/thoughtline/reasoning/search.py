@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from typing import Final, NamedTuple
 
-from thoughtline.reasoning.dialects import SUSPECTED_REASONING_OPENINGS
+from thoughtline.reasoning.dialects import SUSPECTED_REASONING_OPENINGS, Dialect
 from thoughtline.reasoning.markers import (
     BLOCK_END_SEARCHES,
     DIALECT_MARKER_SEARCHES,
@@ -16,6 +16,7 @@ from thoughtline.reasoning.markers import (
     OPENING_FIRST_CHARACTERS,
     PHRASE_OPENERS,
     THOUGHT_LABEL,
+    PerDialect,
 )
 from thoughtline.reasoning.results import SUSPECTED, InlineExtraction, first_non_space
 
@@ -45,11 +46,13 @@ TEXT_SEARCH: Final = _split_search(
 """`MARKERS` (delimiters and code runs) split by first character, for `find_marker`."""
 
 
-BLOCK_END_SEARCH: Final = {
-    name: _split_search((character, pattern) for character, pattern, _ in searches)
-    for name, searches in BLOCK_END_SEARCHES.items()
-}
-"""`BLOCK_END` of each dialect, for `find_marker`."""
+def _block_end_search(dialect: Dialect) -> Search:
+    searches = BLOCK_END_SEARCHES[dialect.name]
+    return _split_search((character, pattern) for character, pattern, _ in searches)
+
+
+BLOCK_END_SEARCH: Final = PerDialect(_block_end_search)
+"""`BLOCK_END` of each dialect, for `find_marker` (compiled at its first lookup)."""
 
 
 class SearchState:

@@ -10,20 +10,51 @@ must go back exactly where the provider requires it.
 Request bodies (`kind=request` entries) are checked in `thoughtline.inspection`.
 """
 
-from thoughtline.replay.contents import (
-    ConversionTarget,
-    ConvertedHistory,
-    convert_contents,
-    rebuild_foreign_content,
-)
-from thoughtline.replay.history import (
-    History,
-    ReplayNote,
-    ReplayTurn,
-    build_history,
-    encode_history,
-)
-from thoughtline.replay.records import read_records
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from thoughtline.replay.contents import (
+        ConversionTarget,
+        ConvertedHistory,
+        convert_contents,
+        rebuild_foreign_content,
+    )
+    from thoughtline.replay.history import (
+        History,
+        ReplayNote,
+        ReplayTurn,
+        build_history,
+        encode_history,
+    )
+    from thoughtline.replay.records import read_records
+
+_LOADED_ON_FIRST_USE: Final = {
+    "ConversionTarget": "thoughtline.replay.contents",
+    "ConvertedHistory": "thoughtline.replay.contents",
+    "convert_contents": "thoughtline.replay.contents",
+    "rebuild_foreign_content": "thoughtline.replay.contents",
+    "History": "thoughtline.replay.history",
+    "ReplayNote": "thoughtline.replay.history",
+    "ReplayTurn": "thoughtline.replay.history",
+    "build_history": "thoughtline.replay.history",
+    "encode_history": "thoughtline.replay.history",
+    "read_records": "thoughtline.replay.records",
+}
+"""The package's names, imported at first use: a provider folder imports `parts` and
+`rebuild` alone, and reading a response needs no history engine."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LOADED_ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'thoughtline.replay' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ConversionTarget",
