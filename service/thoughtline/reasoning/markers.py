@@ -405,8 +405,8 @@ def _block_end_prefixes(dialect: Dialect) -> tuple[frozenset[str], frozenset[str
     return prefixes, frozenset(prefix[0] for prefix in prefixes), max(map(len, prefixes))
 
 
-BLOCK_END_PREFIXES: Final = {dialect.name: _block_end_prefixes(dialect) for dialect in DIALECTS}
-"""Per dialect, what `block_end_hold` needs."""
+BLOCK_END_PREFIXES: Final = PerDialect(_block_end_prefixes)
+"""Per dialect, what `block_end_hold` needs (made at its first lookup, as the patterns are)."""
 
 
 def block_end_hold(text: str, position: int, dialect_name: DialectName) -> int:
