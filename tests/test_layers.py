@@ -42,6 +42,7 @@ LAYER_OF_MODULE: tuple[tuple[str, str], ...] = (
     ("thoughtline.cli", "edges"),
     ("thoughtline.capture", "edges"),
     ("thoughtline.client", "edges"),
+    ("thoughtline.embedded_url", "edges"),
     ("thoughtline.export", "edges"),
     ("thoughtline.doc_tables", "edges"),
 )

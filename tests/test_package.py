@@ -18,7 +18,7 @@ EDGES = ("worker", "cli", "capture", "export")
 """The layers that do I/O: the worker, the command line, capture in applications and the
 export to tracing tools (and `client.py`, for producers and consumers). Everything else is
 the pure core."""
-EDGE_MODULES = {"client.py"}
+EDGE_MODULES = {"client.py", "embedded_url.py"}
 PURE_MODULES = [
     module
     for module in sorted(PACKAGE.rglob("*.py"))

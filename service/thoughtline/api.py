@@ -103,10 +103,18 @@ def normalize_with_deltas(
 
 
 def deltas(
-    payload: bytes | str, format: str | None = None, *, record_id: str | None = None
+    payload: bytes | str,
+    format: str | None = None,
+    *,
+    record_id: str | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
 ) -> list[Delta]:
-    """One normalized delta per raw chunk; a non-streamed body gives one final delta."""
-    return normalize_with_deltas(payload, format, record_id=record_id)[1]
+    """One normalized delta per raw chunk; a non-streamed body gives one final delta. The
+    same checks and errors as `normalize` (a payload over `max_payload_bytes` is `too_large`,
+    refused before decoding)."""
+    return normalize_with_deltas(
+        payload, format, record_id=record_id, max_payload_bytes=max_payload_bytes
+    )[1]
 
 
 def read_chunks(

@@ -221,3 +221,19 @@ def test_a_format_given_overrides_the_url_and_a_function_decides_alone(
     assert meta_of(second)["path"] == "/gateway"
     publisher.flush()
     assert redis_client.xlen(stream) == 2
+
+
+@pytest.mark.parametrize("transport_class", [capture.Transport, capture.AsyncTransport])
+def test_an_option_of_no_one_is_refused_when_the_transport_is_built(
+    transport_class: type[capture.Transport] | type[capture.AsyncTransport],
+) -> None:
+    """Not at the first request, as the inner transport's TypeError: the error names the
+    option and where it belongs."""
+    publisher = Publisher(client=redis.Redis())  # never used: nothing is sent
+    with pytest.raises(TypeError, match=r"max_entries.*capture\.Publisher"):
+        transport_class(publisher=publisher, max_entries=10)
+    with pytest.raises(TypeError, match=r"'retrys'.*not a capture option.*HTTPTransport"):
+        transport_class(publisher=publisher, retrys=3)
+    with pytest.raises(TypeError, match=r"'retries'.*inner="):  # would be ignored
+        transport_class(publisher=publisher, inner=object(), retries=3)
+    transport_class(publisher=publisher, retries=3, http2=False)  # the inner transport's own

@@ -107,6 +107,19 @@ def test_a_missing_file_is_a_one_line_error() -> None:
     assert len(result.stderr.decode().splitlines()) == 1
 
 
+def test_an_unreadable_file_is_said_as_file_reason_message(tmp_path: Path) -> None:
+    """The documented `FILE: REASON: message` form, the file named once; the other files are
+    still normalized."""
+    good = GOLDEN_GEMINI / "dialect-gemma-block.raw.json"
+    result = run("normalize", "/no/such/file.json", str(tmp_path), str(good))
+    assert result.returncode == 1
+    assert result.stderr.decode().splitlines() == [
+        "thoughtline: /no/such/file.json: unreadable: no such file or directory",
+        f"thoughtline: {tmp_path}: unreadable: is a directory",
+    ]
+    assert json.loads(result.stdout)["id"] == "gemma-block"  # the good file's one record
+
+
 def test_explain_names_each_span_its_rule_and_dialect(tmp_path: Path) -> None:
     content = "Plan it.</think>Answer: use `<think>` tags.<|END_OF_TURN_TOKEN|>"
     body = {

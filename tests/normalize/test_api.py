@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import msgspec
 import pytest
 
 import thoughtline
+from thoughtline.api import normalize_request
 from thoughtline.contract.errors import NormalizeError
 
 GEMINI = (
@@ -62,6 +64,48 @@ def test_oversize_payload_is_refused_before_decoding() -> None:
     with pytest.raises(NormalizeError) as caught:
         thoughtline.normalize(b"{" * 2000, max_payload_bytes=1000)  # would be not_json if read
     assert caught.value.reason == "too_large"
+
+
+def test_deltas_take_the_same_payload_cap_as_normalize() -> None:
+    """`deltas` refuses what `normalize` refuses, with the same default (and checks it)."""
+    import inspect
+
+    from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES
+
+    stream = b'data: {"candidates":[{"content":{"parts":[{"text":"hi"}]}}]}\n\n' * 100
+    with pytest.raises(NormalizeError) as caught:
+        thoughtline.deltas(stream, "gemini", max_payload_bytes=len(stream) - 1)
+    assert caught.value.reason == "too_large"
+    assert thoughtline.deltas(stream, "gemini", max_payload_bytes=len(stream))
+    with pytest.raises(NormalizeError) as caught:
+        thoughtline.deltas(b"{" * 2000, max_payload_bytes=1000)  # would be not_json if read
+    assert caught.value.reason == "too_large"
+    defaults = [
+        inspect.signature(function).parameters["max_payload_bytes"].default
+        for function in (thoughtline.normalize, thoughtline.deltas)
+    ]
+    assert defaults == [DEFAULT_MAX_PAYLOAD_BYTES] * 2
+
+
+@pytest.mark.parametrize(
+    ("read", "payload", "tried"),
+    [
+        (thoughtline.normalize, b'{"x": 1}', "Gemini `candidates`"),
+        (thoughtline.normalize, b'data: {"x": 1}\n\ndata: {"x": 2}\n\n', "`message_start`"),
+        (normalize_request, b'{"prompt": "hi"}', "Gemini `contents`"),
+    ],
+    ids=["response-body", "recorded-stream", "request-body"],
+)
+def test_an_undetected_format_names_what_was_tried_and_gives_one_advice(
+    read: Callable[[bytes], object], payload: bytes, tried: str
+) -> None:
+    """Responses, streams and requests alike: what detection tried, then the same advice (the
+    command line turns it into `pass --format`)."""
+    with pytest.raises(thoughtline.UnknownFormatError) as caught:
+        read(payload)
+    message = caught.value.message
+    assert "(tried: " in message and tried in message, message
+    assert message.endswith("); pass the format explicitly"), message
 
 
 def test_unknown_format_name_is_refused_with_the_known_list() -> None:

@@ -186,6 +186,9 @@ def test_publish_reports_each_bad_file_on_one_line(
     ]
     assert "pass --format" in errors[0]  # a format given by hand can help with this one...
     assert "format" not in errors[1]  # ...not with text that is no JSON
+    assert errors[2] == (  # named once, in the form FILE: REASON: message
+        f"thoughtline: {tmp_path / 'missing.json'}: unreadable: no such file or directory"
+    )
     assert "published 1 entry to" in result.stderr
     assert result.stdout.startswith(f"{good} -> ")
 

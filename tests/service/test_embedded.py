@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.service.test_commands import SAMPLES, environment, thoughtline
+from thoughtline.embedded_url import URL_FILE_NAME, running_url
 from thoughtline.worker import embedded
 from thoughtline.worker.embedded import (
-    URL_FILE_NAME,
     EmbeddedRedis,
     EmbeddedRedisTakenError,
     redis_server_binary,
-    running_url,
 )
 
 pytestmark = pytest.mark.skipif(

@@ -343,3 +343,29 @@ def test_a_redis_hiccup_in_faststream_is_one_warning_line_and_a_debug_traceback(
         ("DEBUG", "traceback of the Redis error just logged", True),
         ("ERROR", "Handler failed", True),  # not a Redis hiccup: as FastStream logs it
     ]
+
+
+def test_faststreams_task_callback_line_goes_to_debug_and_its_useful_lines_stay(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`callback for Task-7 is being executed...` (its task supervisor, at each stop) tells an
+    operator nothing: DEBUG. FastStream's other INFO lines stay as they are."""
+    from thoughtline.worker.app import Worker
+
+    assert settings.redis_url is not None
+    Worker(settings, settings.redis_url)  # installs the filters on FastStream's logger
+    source = logging.getLogger(FASTSTREAM_LOGGER)
+    caplog.set_level(logging.DEBUG, logger=FASTSTREAM_LOGGER)
+    source.info("callback for Task-7 is being executed...")
+    source.info("`Handler` waiting for messages")
+    source.info("Task-7 raised an exception, retrying...")
+    shown = [(record.levelname, record.getMessage()) for record in caplog.records]
+    assert shown == [
+        ("DEBUG", "callback for Task-7 is being executed..."),
+        ("INFO", "`Handler` waiting for messages"),
+        ("INFO", "Task-7 raised an exception, retrying..."),
+    ]
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger=FASTSTREAM_LOGGER)
+    source.info("callback for Task-8 is being executed...")
+    assert caplog.records == []  # at INFO, as `serve` logs by default: not shown

@@ -19,6 +19,7 @@ from tests.service.test_commands import environment
 from thoughtline.cli.demo import sample_files
 from thoughtline.cli.partitions import Master, move_commands, parse_cluster_nodes, spread_moves
 from thoughtline.contract.partitions import BaseNames, partition_of
+from thoughtline.embedded_url import URL_FILE_NAME
 from thoughtline.worker.settings import Settings
 
 pytestmark = pytest.mark.redis
@@ -43,11 +44,12 @@ raise SystemExit(status)
 Run = tuple[subprocess.CompletedProcess[str], list[str]]
 
 
-def run_partitions(*arguments: str, **variables: str) -> Run:
-    """`thoughtline partitions ARGUMENTS` in a fresh interpreter, and the service-side modules
-    it loaded."""
+def run_partitions(*arguments: str, cwd: Path | None = None, **variables: str) -> Run:
+    """`thoughtline partitions ARGUMENTS` in a fresh interpreter (in folder `cwd`), and the
+    service-side modules it loaded."""
     result = subprocess.run(
         [sys.executable, "-c", PROBE.format(side=SERVICE_SIDE), "partitions", *arguments],
+        cwd=cwd,
         env={**environment(**variables), "PYTHONPATH": str(SERVICE)},
         capture_output=True,
         text=True,
@@ -166,13 +168,30 @@ def test_without_metadata_it_shows_the_one_partition_of_the_configured_names(
     assert (only["length"], only["group"]) == (0, False)
 
 
-def test_an_unreachable_redis_is_one_line() -> None:
+def test_an_unreachable_redis_is_one_line(tmp_path: Path) -> None:
     result, _ = run_partitions(THOUGHTLINE_REDIS_URL="redis://127.0.0.1:1/0")
     assert result.returncode == 1
     lines = [line for line in result.stderr.splitlines() if line.startswith("thoughtline:")]
     assert len(lines) == 1 and "cannot use Redis" in lines[0], result.stderr
-    result, _ = run_partitions()
+    result, _ = run_partitions(cwd=tmp_path)
     assert result.returncode == 1 and "THOUGHTLINE_REDIS_URL" in result.stderr
+    assert "or run `thoughtline serve` in this folder first" in result.stderr
+
+
+def test_without_a_url_it_finds_the_embedded_redis_of_a_serve_in_the_folder(
+    tmp_path: Path, redis_url: str, stream_names: dict[str, str]
+) -> None:
+    """As `publish` and `tail` do: the URL a `serve` wrote to `.thoughtline/redis/url`, when
+    a Redis answers there (the suite's stands in for the embedded one)."""
+    url_file = tmp_path / ".thoughtline" / "redis" / URL_FILE_NAME
+    url_file.parent.mkdir(parents=True)
+    url_file.write_text(redis_url + "\n")
+    result, loaded = run_partitions(
+        "--json", "--stream", stream_names["input_stream"], cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["partitions"][0]["input"] == stream_names["input_stream"]
+    assert loaded == [], "finding the embedded Redis loads no worker"
 
 
 NODES = """\

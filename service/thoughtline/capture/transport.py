@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
+import inspect
 import logging
 import sys
 import threading
@@ -85,6 +87,9 @@ def current_traceparent() -> str | None:
 class _Capturing:
     """What both transports share: the settings and the start of a capture."""
 
+    _INNER_CLASS: str = "HTTPTransport"
+    """The class of the inner transport made at the first request (the library's own)."""
+
     def __init__(
         self,
         redis_url: str | None = None,
@@ -102,6 +107,7 @@ class _Capturing:
         close_timeout: float = CLOSE_TIMEOUT_SECONDS,
         **inner_options: Any,
     ) -> None:
+        _check_inner_options(type(self).__name__, self._INNER_CLASS, inner_options, inner)
         if publisher is None:
             if redis_url is None:
                 raise ValueError("capture needs a redis_url or a publisher")
@@ -220,7 +226,7 @@ class Transport(_Capturing):
     capture's own go to the default inner `HTTPTransport` (`retries=`, `verify=`...)."""
 
     def handle_request(self, request: Any) -> Any:
-        inner = self._inner_for(request, "HTTPTransport")
+        inner = self._inner_for(request, self._INNER_CLASS)
         capture = self._begin(request)
         response = inner.handle_request(request)
         if capture is not None:
@@ -255,8 +261,10 @@ class Transport(_Capturing):
 class AsyncTransport(_Capturing):
     """`Transport` for `httpx.AsyncClient` (and `httpx2.AsyncClient`)."""
 
+    _INNER_CLASS = "AsyncHTTPTransport"
+
     async def handle_async_request(self, request: Any) -> Any:
-        inner = self._inner_for(request, "AsyncHTTPTransport")
+        inner = self._inner_for(request, self._INNER_CLASS)
         capture = self._begin(request)
         response = await inner.handle_async_request(request)
         if capture is not None:
@@ -294,6 +302,57 @@ async def _to_thread(function: Callable[[], None]) -> None:
     import anyio.to_thread
 
     await anyio.to_thread.run_sync(function)
+
+
+_LIBRARIES: Final = ("httpx", "httpx2")
+
+
+def _check_inner_options(
+    transport: str, inner_class: str, options: Mapping[str, Any], inner: Any
+) -> None:
+    """Refuse, when the transport is built, the keyword arguments its inner transport would
+    refuse (or never see) at the first request: a `Publisher` option, a misspelt one, or any
+    with an `inner` given. Checked against the inner class of each library installed (which
+    one the client uses is known only at the first request)."""
+    if not options:
+        return
+    publisher_only = sorted(set(options) & _publisher_only_options())
+    if publisher_only:
+        name = publisher_only[0]
+        raise TypeError(
+            f"{transport}() got option {name!r}, which belongs to capture.Publisher: pass "
+            f"publisher=capture.Publisher(redis_url, {name}=...) instead"
+        )
+    if inner is not None:
+        raise TypeError(
+            f"{transport}() got {', '.join(map(repr, sorted(options)))} with inner=: options for "
+            "the inner transport go to the one you give, they would be ignored here"
+        )
+    accepted: set[str] = set()
+    libraries = [name for name in _LIBRARIES if importlib.util.find_spec(name) is not None]
+    for name in libraries:
+        accepted |= _parameters(getattr(importlib.import_module(name), inner_class))
+    unknown = sorted(set(options) - accepted)
+    if libraries and unknown:
+        raise TypeError(
+            f"{transport}() got an unexpected option {unknown[0]!r}: not a capture option nor "
+            f"one of {' or '.join(f'{name}.{inner_class}' for name in libraries)} "
+            f"({', '.join(sorted(accepted))})"
+        )
+
+
+def _publisher_only_options() -> set[str]:
+    """What `Publisher` takes and the transports do not (the buffer's sizes, the client...)."""
+    return _parameters(Publisher) - _parameters(_Capturing)
+
+
+def _parameters(callable_: Any) -> set[str]:
+    return {
+        name
+        for name, parameter in inspect.signature(callable_).parameters.items()
+        if parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+        and name != "self"
+    }
 
 
 def _library_of(value: Any) -> ModuleType:

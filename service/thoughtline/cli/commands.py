@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from thoughtline.cli.names import EXPORT_HELP, SERVICE_COMMANDS, naming_the_flag
+from thoughtline.cli.names import EXPORT_HELP, SERVICE_COMMANDS, naming_the_flag, unreadable
 from thoughtline.contract import schema as schema_module
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError
 from thoughtline.contract.record import KNOWN_FORMATS, encode
@@ -129,7 +129,7 @@ def _add_replay(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         try:
             data = _read(arguments.records, DEFAULT_MAX_PAYLOAD_BYTES)
         except OSError as error:
-            print(f"thoughtline: {arguments.records}: {_one_line(error)}", file=sys.stderr)
+            print(f"thoughtline: {arguments.records}: {unreadable(error)}", file=sys.stderr)
             return 1
         source = "stdin" if arguments.records == "-" else arguments.records
         history = api.build_history(
@@ -287,7 +287,7 @@ def run_normalize(arguments: argparse.Namespace) -> int:
             )
             status = 1
         except OSError as error:
-            print(f"thoughtline: {name}: {_one_line(error)}", file=sys.stderr)
+            print(f"thoughtline: {name}: {unreadable(error)}", file=sys.stderr)
             status = 1
     return status
 

@@ -1,6 +1,7 @@
 """The service commands' names and one-line help: what `thoughtline --help` lists without
 importing the service side (the worker, Redis, FastStream) that only these commands need;
-and the flag a command names where the library advises passing a format."""
+the flag a command names where the library advises passing a format; and the reason a file
+that cannot be read is given, so every command says it as `FILE: REASON: message`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ SERVICE_COMMANDS: Final = {
     "asyncapi": "print or write the AsyncAPI document",
 }
 
-_PASS_THE_FORMAT = re.compile(r"pass the format( explicitly)?$")
+_PASS_THE_FORMAT = re.compile(r"pass the format explicitly$")
 
 
 def naming_the_flag(error: NormalizeError) -> NormalizeError:
@@ -30,3 +31,14 @@ def naming_the_flag(error: NormalizeError) -> NormalizeError:
 EXPORT_HELP: Final = "send records to tracing tools"
 """`thoughtline export`: no service command (it never loads the worker), yet its parser loads
 Redis and Prometheus, so it is listed by name too unless it is the command given."""
+
+
+UNREADABLE: Final = "unreadable"
+"""The reason of a file that cannot be opened or read (missing, a folder, no permission)."""
+
+
+def unreadable(error: OSError) -> str:
+    """`unreadable: no such file or directory`: the `REASON: message` part of the line for a
+    file the system would not read (the command names the file once, before it)."""
+    reason = error.strerror or " ".join(str(error).split())
+    return f"{UNREADABLE}: {reason[:1].lower()}{reason[1:]}"

@@ -10,7 +10,8 @@ to the slot's master). When the partitions of the current count sit unevenly on 
 
 Only redis-py and the contract: no worker, no FastStream, no settings model, so the command
 starts as fast as the offline ones. Its settings are the worker's environment variables
-(`THOUGHTLINE_REDIS_URL`, `THOUGHTLINE_INPUT_STREAM`, `THOUGHTLINE_GROUP`), or options.
+(`THOUGHTLINE_REDIS_URL`, `THOUGHTLINE_INPUT_STREAM`, `THOUGHTLINE_GROUP`), or options; with
+no URL given, the embedded Redis a `serve` in this folder started, as `publish` and `tail`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from thoughtline.contract.partitions import (
     parse_layouts,
     parse_metadata,
 )
+from thoughtline.embedded_url import running_url
 
 REDIS_URL_VARIABLE: Final = "THOUGHTLINE_REDIS_URL"
 INPUT_STREAM_VARIABLE: Final = "THOUGHTLINE_INPUT_STREAM"
@@ -471,10 +473,12 @@ def _text(value: Any) -> str:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    url = arguments.redis_url or os.environ.get(REDIS_URL_VARIABLE)
+    url = arguments.redis_url or os.environ.get(REDIS_URL_VARIABLE) or running_url()
     if not url:
         print(
-            f"thoughtline: no Redis: set {REDIS_URL_VARIABLE} or pass --redis-url", file=sys.stderr
+            f"thoughtline: no Redis: set {REDIS_URL_VARIABLE}, pass --redis-url, "
+            "or run `thoughtline serve` in this folder first",
+            file=sys.stderr,
         )
         return 1
     stream = arguments.stream or os.environ.get(INPUT_STREAM_VARIABLE) or DEFAULT_INPUT_STREAM

@@ -38,16 +38,13 @@ from thoughtline.cli.connecting import one_line as _one_line
 from thoughtline.cli.connecting import reaching_redis as _reaching_redis
 from thoughtline.cli.connecting import warn_unknown_variables as _warn_unknown_variables
 from thoughtline.cli.connecting import without_password as _without_password
-from thoughtline.cli.names import SERVICE_COMMANDS, naming_the_flag
+from thoughtline.cli.names import SERVICE_COMMANDS, naming_the_flag, unreadable
 from thoughtline.contract.errors import NormalizeError, UnknownFormatError
 from thoughtline.contract.record import KNOWN_FORMATS
+from thoughtline.embedded_url import DEFAULT_DATA_DIR
 from thoughtline.providers.detection import detect_format, looks_like_stream
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
-from thoughtline.worker.embedded import (
-    DEFAULT_DATA_DIR,
-    EmbeddedRedis,
-    join_or_start,
-)
+from thoughtline.worker.embedded import EmbeddedRedis, join_or_start
 from thoughtline.worker.settings import (
     Settings,
     SettingsError,
@@ -188,7 +185,8 @@ def _publish(arguments: argparse.Namespace, settings: Settings, client: redis.Re
             try:
                 fields = _entry_for_file(name, arguments, settings)
             except (NormalizeError, OSError) as error:
-                print(f"thoughtline: {name}: {_one_line(error)}", file=sys.stderr)
+                reason = unreadable(error) if isinstance(error, OSError) else _one_line(error)
+                print(f"thoughtline: {name}: {reason}", file=sys.stderr)
                 status = 1
                 continue
             target = input_stream(partitions, settings.input_stream, fields)

@@ -221,5 +221,5 @@ def detect_request_format(body: dict[str, Any]) -> FormatName:
             return rule.row.name
     raise UnknownFormatError(
         "request matches no known format (tried: Gemini `contents`, Responses `input`, "
-        "`messages` of Anthropic, Bedrock, Chat, Mistral, Ollama); pass the format"
+        "Anthropic/Bedrock/Chat/Mistral/Ollama `messages`); pass the format explicitly"
     )

@@ -30,6 +30,7 @@ import contextlib
 import functools
 import logging
 import os
+import re
 import signal
 import socket
 import time
@@ -143,6 +144,7 @@ class Worker:
         broker_class = ClusterBroker if settings.redis_cluster else Broker
         faststream_logger = logging.getLogger(FASTSTREAM_LOGGER)
         faststream_logger.addFilter(ONE_LINE_REDIS_ERRORS)  # once, however many workers
+        faststream_logger.addFilter(TASK_CALLBACKS_AT_DEBUG)
         self.broker = broker_class(
             redis_url,
             apply_types=False,  # the handler takes the raw batch: no per-entry validation
@@ -551,6 +553,23 @@ class _OneLineRedisErrors(logging.Filter):
 
 
 ONE_LINE_REDIS_ERRORS: Final = _OneLineRedisErrors()
+
+
+class _TaskCallbacksAtDebug(logging.Filter):
+    """FastStream's task supervisor logs `callback for Task-7 is being executed...` at INFO
+    whenever a reader task ends (at every stop): an asyncio task name tells an operator
+    nothing. That line goes to DEBUG; its other lines (a task that failed and is retried, the
+    subscribers started and stopped) stay as they are."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno <= logging.DEBUG or not _TASK_CALLBACK.fullmatch(record.getMessage()):
+            return True
+        logging.getLogger(record.name).debug("%s", record.getMessage())
+        return False
+
+
+_TASK_CALLBACK: Final = re.compile(r"callback for \S+ is being executed\.\.\.")
+TASK_CALLBACKS_AT_DEBUG: Final = _TaskCallbacksAtDebug()
 
 
 def redis_client(redis_url: str, *, cluster: bool) -> RedisClient:

