@@ -7,12 +7,16 @@
         store(message.record)          # a thoughtline.Record
         message.ack()                  # XACK in your own group, after your work is safe
 
-`arecords` / `apublish` are the same for `redis.asyncio.Redis`. Live deltas (docs/live.md)
-carry what each chunk added; `live_deltas` reads them with the accumulations filled in, and
-`Accumulations` does the same for deltas read any other way. Any other language does the
-same with plain commands (see docs/service.md): `XADD` to publish, `XREADGROUP` + `XACK` on
-the output stream to consume. Reading your own pending entries first (id `0`) and then new
-ones (`>`) means a consumer that crashed gets its unacknowledged records again on restart.
+`arecords` / `apublish` are the same for `redis.asyncio.Redis`. Every function takes a Redis
+Cluster client as well (`redis.cluster.RedisCluster`, `redis.asyncio.cluster.RedisCluster`):
+each command names keys of one slot, and several partitions are read one at a time.
+
+Live deltas (docs/live.md) carry what each chunk added; `live_deltas` reads them with the
+accumulations filled in, and `Accumulations` does the same for deltas read any other way.
+Any other language does the same with plain commands (see docs/service.md): `XADD` to
+publish, `XREADGROUP` + `XACK` on the output stream to consume. Reading your own pending
+entries first (id `0`) and then new ones (`>`) means a consumer that crashed gets its
+unacknowledged records again on restart.
 
 **Partitions** (docs/partitions.md). When the workers run with `THOUGHTLINE_PARTITIONS` > 1
 they list their streams in a hash (`{thoughtline}:partitions`); these functions read it (one
@@ -30,7 +34,7 @@ import importlib.util
 import itertools
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -45,6 +49,7 @@ from thoughtline.contract.partitions import (
     BaseNames,
     Routes,
     hash_tag,
+    key_slot,
     parse_metadata,
     routing_key,
 )
@@ -59,6 +64,10 @@ READ_BLOCK_MS: Final = 1000
 """How long the readers (`records`, `arecords`, `live_deltas`) wait in one read for more."""
 
 Payload = bytes | str | Mapping[str, Any]
+Client = redis.Redis | redis.RedisCluster
+"""A client of one Redis server or of a Redis Cluster (`redis.cluster.RedisCluster`)."""
+AsyncClient = redis_asyncio.Redis | redis_asyncio.RedisCluster
+"""`Client` for `redis.asyncio`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +121,7 @@ def entry(
 
 
 def publish(
-    client: redis.Redis,
+    client: Client,
     payload: Payload,
     *,
     stream: str = INPUT_STREAM,
@@ -130,7 +139,7 @@ def publish(
 
 
 async def apublish(
-    client: redis_asyncio.Redis,
+    client: AsyncClient,
     payload: Payload,
     *,
     stream: str = INPUT_STREAM,
@@ -169,7 +178,7 @@ def live_entry(
 
 
 def publish_live(
-    client: redis.Redis,
+    client: Client,
     response_id: str,
     seq: int,
     chunk: bytes | str | None,
@@ -186,7 +195,7 @@ def publish_live(
 
 
 async def apublish_live(
-    client: redis_asyncio.Redis,
+    client: AsyncClient,
     response_id: str,
     seq: int,
     chunk: bytes | str | None,
@@ -203,7 +212,7 @@ async def apublish_live(
 
 
 def records(
-    client: redis.Redis,
+    client: Client,
     *,
     group: str,
     consumer: str,
@@ -238,7 +247,7 @@ def records(
 
 
 async def arecords(
-    client: redis_asyncio.Redis,
+    client: AsyncClient,
     *,
     group: str,
     consumer: str,
@@ -305,7 +314,7 @@ _DELTA_DECODER: Final = msgspec.json.Decoder(Delta)
 
 
 def live_deltas(
-    client: redis.Redis,
+    client: Client,
     *,
     stream: str = DELTAS_STREAM,
     start: str = "0",
@@ -354,11 +363,68 @@ NO_CLIENT_COMMANDS: Final = _no_client_commands()
 worker's connections, and the command line's)."""
 
 
-def command_client(redis_url: str) -> redis.Redis:
-    """A client for the command line (`publish`, `tail`, `export otlp`, `partitions`)."""
+def command_client(redis_url: str, *, cluster: bool) -> Client:
+    """A client for the command line (`publish`, `tail`, `export otlp`, `partitions`): of the
+    one server at `redis_url`, or, with `cluster`, of the Redis Cluster that node belongs to
+    (it connects at once to learn which master owns which slot)."""
+    if cluster:
+        return SlotAwareSyncCluster.from_url(
+            redis_url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, **NO_CLIENT_COMMANDS
+        )
+    return server_client(redis_url)
+
+
+def server_client(redis_url: str) -> redis.Redis:
+    """`command_client` of one server (or of one node of a cluster, as itself)."""
     return redis.Redis.from_url(
         redis_url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, **NO_CLIENT_COMMANDS
     )
+
+
+def stream_command_keys(command: str, arguments: Sequence[Any]) -> list[Any] | None:
+    """The keys of `XREADGROUP`, `XREAD` and `XINFO <sub> <key>` from their arguments; None
+    for any other command (or a malformed one: the server says what is wrong).
+
+    redis-py's cluster clients ask the server (`COMMAND GETKEYS`, one more round trip) for
+    the keys of every command whose keys they cannot place themselves, among them each
+    `XREADGROUP` and `XREAD`; reading them off the arguments spares that."""
+    name = _text(command).upper()
+    if name in ("XREADGROUP", "XREAD"):
+        for index, argument in enumerate(arguments):
+            if _text(argument).upper() == "STREAMS":
+                rest = arguments[index + 1 :]
+                return list(rest[: len(rest) // 2]) or None
+        return None
+    if name.startswith("XINFO "):
+        return [arguments[0]] if arguments else None
+    if name == "XINFO" and len(arguments) >= 2:
+        return [arguments[1]]
+    return None
+
+
+class SlotAwareSyncCluster(redis.RedisCluster):
+    """redis-py's cluster client, placing stream reads and `XINFO` by their keys' slot
+    without asking the server (see `stream_command_keys`)."""
+
+    def determine_slot(self, *args: Any) -> int | None:
+        keys = stream_command_keys(args[0], args[1:]) if args else None
+        if keys:
+            slots = {key_slot(_text(key)) for key in keys}
+            if len(slots) == 1:
+                return slots.pop()
+        slot: int | None = super().determine_slot(*args)
+        return slot
+
+
+def same_slot_groups(client: Client, streams: Sequence[str]) -> list[list[str]]:
+    """`streams` in groups one command may name together: all of them on one server, those
+    of one slot on a cluster (a command over keys of several slots is refused there)."""
+    if not isinstance(client, redis.RedisCluster):
+        return [list(streams)]
+    groups: dict[int, list[str]] = {}
+    for stream in streams:
+        groups.setdefault(key_slot(stream), []).append(stream)
+    return list(groups.values())
 
 
 # --- partitions --------------------------------------------------------------------------------
@@ -402,7 +468,7 @@ def _remember(client: Any, key: str, fields: Any) -> Routes | None:
     return found
 
 
-def routes(client: redis.Redis, stream: str) -> Routes | None:
+def routes(client: Client, stream: str) -> Routes | None:
     """The partitions of the deployment whose configured stream is `stream` (read from the
     metadata hash of its hash tag), or None when it has one partition."""
     key = _metadata_key(stream)
@@ -418,7 +484,7 @@ def routes(client: redis.Redis, stream: str) -> Routes | None:
     return _remember(client, key, fields)
 
 
-async def aroutes(client: redis_asyncio.Redis, stream: str) -> Routes | None:
+async def aroutes(client: AsyncClient, stream: str) -> Routes | None:
     """`routes` for `redis.asyncio`."""
     key = _metadata_key(stream)
     if key is None:
@@ -473,7 +539,7 @@ def read_streams(found: Routes | None, stream: str) -> list[str]:
 
 
 def _partitioned_records(
-    client: redis.Redis,
+    client: Client,
     group: str,
     consumer: str,
     streams: list[str],
@@ -507,7 +573,7 @@ def _partitioned_records(
 
 
 def _messages(
-    client: redis.Redis,
+    client: Client,
     stream: str,
     group: str,
     page: list[_StreamEntry],
@@ -521,7 +587,7 @@ def _messages(
 
 
 async def _apartitioned_records(
-    client: redis_asyncio.Redis,
+    client: AsyncClient,
     group: str,
     consumer: str,
     streams: list[str],
@@ -557,7 +623,7 @@ async def _apartitioned_records(
                     yield AsyncMessage(_text(entry_id), _record(fields), ack)
 
 
-def ensure_group(client: redis.Redis, stream: str, group: str) -> None:
+def ensure_group(client: Client, stream: str, group: str) -> None:
     """`group` on `stream`, created at the stream's start (and the stream with it) unless it
     is there already: a consumer's first read gets every record published before it."""
     try:
@@ -566,7 +632,7 @@ def ensure_group(client: redis.Redis, stream: str, group: str) -> None:
         _unless_there_already(error)
 
 
-async def aensure_group(client: redis_asyncio.Redis, stream: str, group: str) -> None:
+async def aensure_group(client: AsyncClient, stream: str, group: str) -> None:
     """`ensure_group` for `redis.asyncio`."""
     try:
         await client.xgroup_create(stream, group, id="0", mkstream=True)
@@ -596,7 +662,7 @@ def _record(fields: Mapping[bytes, bytes]) -> Record:
     return decode_record(fields[b"record"])
 
 
-def _acker(client: redis.Redis, stream: str, group: str, entry_id: bytes) -> Callable[[], int]:
+def _acker(client: Client, stream: str, group: str, entry_id: bytes) -> Callable[[], int]:
     def ack() -> int:
         return int(client.xack(stream, group, entry_id))
 
@@ -604,7 +670,7 @@ def _acker(client: redis.Redis, stream: str, group: str, entry_id: bytes) -> Cal
 
 
 def _async_acker(
-    client: redis_asyncio.Redis, stream: str, group: str, entry_id: bytes
+    client: AsyncClient, stream: str, group: str, entry_id: bytes
 ) -> Callable[[], Awaitable[int]]:
     async def ack() -> int:
         return int(await client.xack(stream, group, entry_id))
@@ -620,5 +686,7 @@ def _as_bytes(value: Payload | bytes | str) -> bytes:
     return msgspec.json.encode(value)
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return value if isinstance(value, str) else str(value)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -29,7 +30,13 @@ import thoughtline.client as tl
 from tests.chaos.servers import redis_cli_binary
 from tests.cluster.harness import LocalCluster
 from tests.service.conftest import _no_thoughtline_environment  # noqa: F401 - autouse fixture
-from tests.service.support import running_worker, serve, wait_exit, wait_until
+from tests.service.support import (
+    running_worker,
+    serve,
+    serve_environment,
+    wait_exit,
+    wait_until,
+)
 from thoughtline.cli.demo import sample_files
 from thoughtline.cli.partitions import Master, Move, move_commands
 from thoughtline.contract.partitions import PartitionKeys, partition_of
@@ -151,14 +158,14 @@ def _pending(client: RedisCluster, settings: Settings, layout: list[PartitionKey
 
 def _publish(client: RedisCluster, settings: Settings, ids: list[str]) -> None:
     for entry_id in ids:
-        tl.publish(client, GOOD, id=entry_id, stream=settings.input_stream)  # type: ignore[arg-type]
+        tl.publish(client, GOOD, id=entry_id, stream=settings.input_stream)
 
 
 def _publish_live(client: RedisCluster, settings: Settings, streams: list[str]) -> None:
     for seq, chunk in enumerate(LIVE_CHUNKS):
         for stream in streams:
             tl.publish_live(
-                client,  # type: ignore[arg-type]
+                client,
                 stream,
                 seq,
                 chunk,
@@ -314,7 +321,7 @@ def _publish_live_chunks(
     for stream in streams:
         _wait(
             lambda stream=stream: tl.publish_live(  # type: ignore[misc]
-                client,  # type: ignore[arg-type]
+                client,
                 stream,
                 seq,
                 LIVE_CHUNKS[seq],
@@ -348,7 +355,7 @@ def test_growing_from_3_to_6_partitions_under_load_loses_and_duplicates_nothing(
         _wait(lambda: client.hget(metadata, "count") == b"3", "metadata", log)
         for seq, chunk in enumerate(LIVE_CHUNKS[:2]):  # live streams begin under 3
             for stream in live:
-                tl.publish_live(client, stream, seq, chunk, format="openai_chat",  # type: ignore[arg-type]
+                tl.publish_live(client, stream, seq, chunk, format="openai_chat",
                                 stream=settings.input_stream)  # fmt: skip
         _publish(client, settings, ids[:1000])
         large.start(2)
@@ -365,7 +372,7 @@ def test_growing_from_3_to_6_partitions_under_load_loses_and_duplicates_nothing(
             else:
                 time.sleep(0.05)
         for stream in live:  # their last chunk, after the change
-            tl.publish_live(client, stream, 2, LIVE_CHUNKS[2], format="openai_chat",  # type: ignore[arg-type]
+            tl.publish_live(client, stream, 2, LIVE_CHUNKS[2], format="openai_chat",
                             final=True, stream=settings.input_stream)  # fmt: skip
         _publish(client, settings, ids[published:])
         every = [*settings.base_names().layout(3), *grown.base_names().layout(6)]
@@ -501,3 +508,96 @@ def _run_redis_cli(commands: list[str]) -> None:
 
 def _master_client(cluster: LocalCluster, slot: int) -> redis.Redis:
     return redis.Redis(host="127.0.0.1", port=cluster.owner_of(slot))
+
+
+def _ids_in_every_partition(count: int, per_partition: int) -> list[str]:
+    """Entry ids, `per_partition` of them routed to each of `count` partitions."""
+    chosen: dict[int, list[str]] = {index: [] for index in range(count)}
+    for number in range(10_000):
+        name = f"cli-{number}.json"
+        found = chosen[partition_of(name.encode(), count)]
+        if len(found) < per_partition:
+            found.append(name)
+        if all(len(names) == per_partition for names in chosen.values()):
+            return [name for names in chosen.values() for name in names]
+    raise AssertionError("no ids for every partition")
+
+
+def _command(environment: dict[str, str], *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "thoughtline.cli", *arguments],
+        env=environment, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_publish_tail_and_export_reach_every_partition_on_a_cluster(
+    three_masters: LocalCluster, tmp_path: Path
+) -> None:
+    """The command line with THOUGHTLINE_REDIS_CLUSTER=true and the URL of one node, N = 6 on
+    3 masters: `publish` puts entries in all six partitions (each on its slot's master),
+    `tail` prints every record, `export otlp` exports every record once."""
+    from tests.export.receiver import attributes, plain, running_receiver
+
+    cluster = three_masters
+    settings = _settings(cluster, 6)
+    client = _client(cluster)
+    layout = _layout(settings)
+    log = tmp_path / "workers.log"
+    workers = Workers(settings, log)
+    environment = serve_environment(
+        settings, THOUGHTLINE_REDIS_CLUSTER="true", THOUGHTLINE_PARTITIONS="6"
+    )
+    names = _ids_in_every_partition(6, 3)
+    for name in names:
+        (tmp_path / name).write_bytes(GOOD)
+    try:
+        workers.start()
+        metadata = settings.base_names().metadata_key
+        _wait(lambda: client.hget(metadata, "count") == b"6", "metadata", log)
+        published = _command(environment, "publish", *(str(tmp_path / name) for name in names))
+        assert published.returncode == 0, published.stderr
+        assert [client.xlen(keys.input) for keys in layout] == [3] * 6, published.stderr
+        _wait(
+            lambda: sum(client.xlen(keys.output) for keys in layout) == len(names),
+            "every record",
+            log,
+        )
+    finally:
+        workers.stop()
+    assert sorted(_ids(client, layout, "output")) == sorted(names)
+
+    tailed = _command(environment, "tail", "--from-start", "--json", "--count", str(len(names)))
+    assert tailed.returncode == 0, tailed.stderr
+    shown = [json.loads(line)["id"] for line in tailed.stdout.splitlines()]
+    assert sorted(shown) == sorted(names)
+
+    with running_receiver() as receiver:
+        endpoint = receiver.endpoint.removesuffix("/v1/traces")
+        export = subprocess.Popen(
+            [sys.executable, "-m", "thoughtline.cli", "export", "otlp", "--metrics-port", "0"],
+            env={**os.environ, **environment, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint},
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            _wait(
+                lambda: (
+                    (
+                        len(receiver.spans()) >= len(names)
+                        and all(
+                            client.xpending(keys.output, "thoughtline-otlp")["pending"] == 0
+                            for keys in layout
+                        )
+                    )
+                    or export.poll() is not None
+                ),
+                "every record exported",
+                log,
+            )
+        finally:
+            export.send_signal(signal.SIGTERM)
+            _, errors = export.communicate(timeout=60)
+        assert export.returncode == 0, errors
+        assert "MOVED" not in errors, errors
+        exported = [plain(attributes(span)["thoughtline.record.id"]) for span in receiver.spans()]
+    assert sorted(exported) == sorted(names), errors
+    client.close()

@@ -166,3 +166,26 @@ def test_schema_and_asyncapi_write_where_they_cannot_is_one_line(tmp_path: Path)
         line = one_line(result)
         assert line.startswith(f"thoughtline: cannot write {blocker}")
         assert "Not a directory" in line or "File exists" in line
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize(
+    "arguments", [("publish", "payload.json"), ("tail", "--count", "1"), ("export", "otlp")]
+)
+def test_the_cluster_switch_on_a_redis_that_is_no_cluster_is_one_line(
+    redis_url: str, tmp_path: Path, arguments: tuple[str, ...]
+) -> None:
+    """THOUGHTLINE_REDIS_CLUSTER=true makes `publish`, `tail` and `export otlp` connect to a
+    cluster (docs/partitions.md); a plain Redis at the URL is said in one line, status 1."""
+    (tmp_path / "payload.json").write_text('{"choices": []}')
+    result = subprocess.run(
+        [sys.executable, "-m", "thoughtline.cli", *arguments],
+        cwd=tmp_path,
+        env=environment(THOUGHTLINE_REDIS_URL=redis_url, THOUGHTLINE_REDIS_CLUSTER="true"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert one_line(result).startswith("thoughtline: cannot use the Redis Cluster at redis://")

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from typing import Final, NamedTuple
 
 import redis
+from redis.exceptions import RedisClusterException
 
-from thoughtline.client import command_client
+from thoughtline.client import Client, command_client
 from thoughtline.contract.errors import ThoughtlineError
 from thoughtline.worker.embedded import running_url
 from thoughtline.worker.settings import (
@@ -32,12 +33,14 @@ EXIT_INVALID_SETTINGS: Final = 2
 
 class Connected(NamedTuple):
     settings: Settings
-    client: redis.Redis
+    client: Client
+    """Of the one server, or with THOUGHTLINE_REDIS_CLUSTER=true of the cluster."""
 
 
 def connect() -> Connected | int:
-    """Settings and a client: THOUGHTLINE_REDIS_URL, else the embedded Redis `serve` started.
-    An exit status instead when there are none (invalid settings: said; no Redis: said)."""
+    """Settings and a client: THOUGHTLINE_REDIS_URL (a node of the cluster with
+    THOUGHTLINE_REDIS_CLUSTER=true), else the embedded Redis `serve` started. An exit status
+    instead when there are none (invalid settings: said; no Redis, or no cluster: said)."""
     warn_unknown_variables()
     try:
         settings = load_settings()
@@ -52,7 +55,17 @@ def connect() -> Connected | int:
             file=sys.stderr,
         )
         return EXIT_REDIS
-    return Connected(settings, command_client(url))
+    if not settings.redis_cluster:
+        return Connected(settings, command_client(url, cluster=False))
+    try:  # a cluster client connects at once: it asks the node which master owns which slot
+        return Connected(settings, command_client(url, cluster=True))
+    except (redis.RedisError, RedisClusterException) as error:
+        print(
+            f"thoughtline: cannot use the Redis Cluster at {without_password(url)} "
+            f"(THOUGHTLINE_REDIS_CLUSTER=true): {type(error).__name__}: {one_line(error)}",
+            file=sys.stderr,
+        )
+        return EXIT_REDIS
 
 
 def reaching_redis(settings: Settings, command: Callable[[], int]) -> int:
@@ -69,7 +82,8 @@ def reaching_redis(settings: Settings, command: Callable[[], int]) -> int:
     except (redis.ConnectionError, redis.TimeoutError):
         print(f"thoughtline: cannot reach Redis at {url}", file=sys.stderr)
         return 1
-    except (redis.InvalidResponse, redis.ResponseError) as error:  # not a Redis, or it refused
+    except (redis.InvalidResponse, redis.ResponseError, RedisClusterException) as error:
+        # not a Redis, it refused, or the cluster client could not place a command
         print(
             f"thoughtline: cannot use Redis at {url}: {type(error).__name__}: {one_line(error)}",
             file=sys.stderr,

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import redis
 
-from thoughtline.client import command_client
+from thoughtline.client import server_client
 from thoughtline.contract.partitions import (
     DEFAULT_DEAD_STREAM,
     DEFAULT_DELTAS_STREAM,
@@ -487,7 +487,7 @@ def run(arguments: argparse.Namespace) -> int:
         print(f"thoughtline: {stream!r} has no hash tag such as {{thoughtline}}", file=sys.stderr)
         return 1
     try:
-        seed = command_client(url)
+        seed = server_client(url)  # one node: the masters are found from it
         nodes = Nodes(seed)
         try:
             report = read_report(nodes, stream, group)

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import sys
 from pathlib import Path
 from typing import Final, cast
 
 import redis
+from redis.cluster import ClusterPipeline
 
 from thoughtline.cli import console
 from thoughtline.cli.connecting import EXIT_REDIS
@@ -39,6 +41,7 @@ from thoughtline.cli.connecting import reaching_redis as _reaching_redis
 from thoughtline.cli.connecting import warn_unknown_variables as _warn_unknown_variables
 from thoughtline.cli.connecting import without_password as _without_password
 from thoughtline.cli.names import SERVICE_COMMANDS, naming_the_flag, unreadable
+from thoughtline.client import Client
 from thoughtline.contract.errors import NormalizeError, UnknownFormatError
 from thoughtline.contract.record import KNOWN_FORMATS
 from thoughtline.embedded_url import DEFAULT_DATA_DIR
@@ -53,6 +56,8 @@ from thoughtline.worker.settings import (
 )
 
 EXIT_METRICS_PORT: Final = 4
+TAIL_BLOCK_MS: Final = 1000
+"""How long `tail` waits in one read for more (shared among the slots on a cluster)."""
 PIPELINE_ENTRIES: Final = 100
 """XADDs sent per round trip; a publish of more than 20 files shows progress at each."""
 Subparsers = argparse._SubParsersAction
@@ -172,7 +177,7 @@ def _is_json_object(text: str) -> bool:
         return False
 
 
-def _publish(arguments: argparse.Namespace, settings: Settings, client: redis.Redis) -> int:
+def _publish(arguments: argparse.Namespace, settings: Settings, client: Client) -> int:
     client.ping()  # an unreachable Redis is said once, before reading any file
     from thoughtline.client import input_stream, routes
 
@@ -200,7 +205,9 @@ def _publish(arguments: argparse.Namespace, settings: Settings, client: redis.Re
     return status
 
 
-def _flush(pipeline: redis.client.Pipeline, queued: list[str], done: int, total: int) -> int:
+def _flush(
+    pipeline: redis.client.Pipeline | ClusterPipeline, queued: list[str], done: int, total: int
+) -> int:
     """Send the queued XADDs; name each entry when there are few, else show progress."""
     entry_ids = pipeline.execute()
     if total <= 20:
@@ -262,18 +269,21 @@ def run_tail(arguments: argparse.Namespace) -> int:
     return _reaching_redis(settings, lambda: _tail(arguments, settings, client))
 
 
-def _tail(arguments: argparse.Namespace, settings: Settings, client: redis.Redis) -> int:
-    from thoughtline.client import read_streams, routes
+def _tail(arguments: argparse.Namespace, settings: Settings, client: Client) -> int:
+    from thoughtline.client import read_streams, routes, same_slot_groups
 
     stream = settings.dead_stream if arguments.dead else settings.output_stream
     streams = read_streams(routes(client, stream), stream)  # every partition's, if several
     last_ids = {
         name: "0" if arguments.from_start else _last_entry_id(client, name) for name in streams
     }
+    groups = same_slot_groups(client, streams)  # one XREAD may name them all, unless a cluster
     shown = 0
-    while arguments.count is None or shown < arguments.count:
-        response = cast(StreamsResponse, client.xread(last_ids, count=100, block=1000))  # type: ignore[arg-type]
-        for name, page in response or []:
+    for turn in itertools.count():
+        if arguments.count is not None and shown >= arguments.count:
+            break
+        response = _read_tail(client, groups, last_ids, turn)
+        for name, page in response:
             for entry_id, fields in page:
                 last_ids[name.decode()] = entry_id.decode()
                 print(console.describe_entry(entry_id, fields, as_json=arguments.json), flush=True)
@@ -283,7 +293,33 @@ def _tail(arguments: argparse.Namespace, settings: Settings, client: redis.Redis
     return 0
 
 
-def _last_entry_id(client: redis.Redis, stream: str) -> str:
+def _read_tail(
+    client: Client, groups: list[list[str]], last_ids: dict[str, str], turn: int
+) -> StreamsResponse:
+    """The next entries after `last_ids`: one blocking `XREAD` when one command may name
+    every stream; else (a cluster, partitions on several slots) one `XREAD` per slot, and
+    when none had anything, a blocking one on one slot's streams in turn, for a share of
+    `TAIL_BLOCK_MS`."""
+    if len(groups) == 1:
+        return _xread(client, groups[0], last_ids, TAIL_BLOCK_MS)
+    found: StreamsResponse = []
+    for group in groups:
+        found.extend(_xread(client, group, last_ids, None))
+    if found:
+        return found
+    waiting = groups[turn % len(groups)]
+    return _xread(client, waiting, last_ids, max(1, TAIL_BLOCK_MS // len(groups)))
+
+
+def _xread(
+    client: Client, streams: list[str], last_ids: dict[str, str], block_ms: int | None
+) -> StreamsResponse:
+    wanted = {name: last_ids[name] for name in streams}
+    response = client.xread(wanted, count=100, block=block_ms)  # type: ignore[arg-type]
+    return list(cast(StreamsResponse, response) or [])
+
+
+def _last_entry_id(client: Client, stream: str) -> str:
     """The newest entry now, resolved once: `$` on every read would skip entries in between."""
     newest = cast(list[tuple[bytes, object]], client.xrevrange(stream, count=1))
     for entry_id, _fields in newest:

@@ -15,8 +15,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import Final
 
-import redis
-
+from thoughtline.client import Client
 from thoughtline.export.consumer import ExportSettings, OtlpExport
 from thoughtline.export.health import ExportHealth
 from thoughtline.export.mapping import ContentSwitches
@@ -46,7 +45,7 @@ def switches_of(arguments: argparse.Namespace) -> ContentSwitches:
     )
 
 
-def run(arguments: argparse.Namespace, client: redis.Redis, stream: str) -> int:
+def run(arguments: argparse.Namespace, client: Client, stream: str) -> int:
     try:
         from thoughtline.export import otlp
     except ImportError as error:

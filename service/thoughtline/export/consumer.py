@@ -37,7 +37,7 @@ from typing import Any, Final, NamedTuple
 import msgspec
 import redis
 
-from thoughtline.client import ensure_group, read_streams, routes
+from thoughtline.client import Client, ensure_group, read_streams, routes
 from thoughtline.contract.partitions import hash_tag
 from thoughtline.contract.record import decode as decode_record
 from thoughtline.export.mapping import ContentSwitches, SpanData, span_of
@@ -112,7 +112,7 @@ class OtlpExport:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: Client,
         stream: str,
         export_batch: ExportBatch,
         settings: ExportSettings = ExportSettings(),

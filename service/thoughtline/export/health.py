@@ -15,6 +15,7 @@ from typing import Final
 
 import redis
 
+from thoughtline.client import Client
 from thoughtline.export.metrics import ExportMetrics
 from thoughtline.worker.health import HealthServer
 
@@ -28,7 +29,7 @@ class ExportHealth:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: Client,
         metrics: ExportMetrics,
         last_beat: Callable[[], float],
         stale_after_seconds: float = STALE_AFTER_SECONDS,

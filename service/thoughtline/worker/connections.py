@@ -12,7 +12,8 @@ Every connection is made the same two ways:
 - **No key lookup round trip on a cluster.** redis-py's cluster client asks the server
   (`COMMAND GETKEYS`) for the keys of every command whose keys it cannot place itself, among
   them `XREADGROUP` (every read) and `XINFO` (every health check, where it even fails with
-  "Missing key"). `SlotAwareCluster` reads those keys off the arguments instead.
+  "Missing key"). `SlotAwareCluster` reads those keys off the arguments instead
+  (`thoughtline.client.stream_command_keys`, which the command line's cluster client uses too).
 - **Repeated field names are kept.** redis-py reads an entry's fields into a dict, where a
   field named twice silently keeps its last value. The stream replies the worker reads
   (`XREADGROUP`, `XAUTOCLAIM`) are parsed here instead: an entry that names a field more than
@@ -32,29 +33,8 @@ from faststream.redis.configs.state import (
     RedisConnectionState,
 )
 
-from thoughtline.client import CONNECT_TIMEOUT_SECONDS, NO_CLIENT_COMMANDS
+from thoughtline.client import CONNECT_TIMEOUT_SECONDS, NO_CLIENT_COMMANDS, stream_command_keys
 from thoughtline.worker.entries import RepeatedFields
-
-
-def stream_command_keys(command: str, arguments: Sequence[Any]) -> list[Any] | None:
-    """The keys of `XREADGROUP`, `XREAD` and `XINFO <sub> <key>` from their arguments; None
-    for any other command (or a malformed one: the server says what is wrong)."""
-    name = _text(command).upper()
-    if name in ("XREADGROUP", "XREAD"):
-        for index, argument in enumerate(arguments):
-            if _text(argument).upper() == "STREAMS":
-                rest = arguments[index + 1 :]
-                return list(rest[: len(rest) // 2]) or None
-        return None
-    if name.startswith("XINFO "):
-        return [arguments[0]] if arguments else None
-    if name == "XINFO" and len(arguments) >= 2:
-        return [arguments[1]]
-    return None
-
-
-def _text(value: Any) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 class SlotAwareCluster(redis_asyncio.RedisCluster):

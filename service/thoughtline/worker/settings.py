@@ -58,7 +58,8 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(default=None, repr=False)
     """`redis://`, `rediss://` (TLS) or `unix://`, with password and database; unset: embedded."""
     redis_cluster: bool = False
-    """True: the URL names one node of a Redis Cluster; the others are discovered from it."""
+    """True: the URL names one node of a Redis Cluster; the others are discovered from it (by
+    the worker and by `publish`, `tail` and `export otlp`)."""
     input_stream: str = DEFAULT_INPUT_STREAM
     output_stream: str = DEFAULT_OUTPUT_STREAM
     dead_stream: str = DEFAULT_DEAD_STREAM
