@@ -255,11 +255,7 @@ async def arecords(
         ):
             yield message
         return
-    try:
-        await client.xgroup_create(stream, group, id="0", mkstream=True)
-    except redis.ResponseError as error:
-        if "BUSYGROUP" not in str(error):
-            raise
+    await aensure_group(client, stream, group)
     read_id = "0"
     while True:
         response = await client.xreadgroup(group, consumer, {stream: read_id}, count, block_ms)
@@ -356,6 +352,13 @@ def _no_client_commands() -> dict[str, Any]:
 NO_CLIENT_COMMANDS: Final = _no_client_commands()
 """Connection options under which redis-py sends no `CLIENT` command when it connects (the
 worker's connections, and the command line's)."""
+
+
+def command_client(redis_url: str) -> redis.Redis:
+    """A client for the command line (`publish`, `tail`, `export otlp`, `partitions`)."""
+    return redis.Redis.from_url(
+        redis_url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, **NO_CLIENT_COMMANDS
+    )
 
 
 # --- partitions --------------------------------------------------------------------------------
@@ -528,11 +531,7 @@ async def _apartitioned_records(
 ) -> AsyncIterator[AsyncMessage]:
     """`_partitioned_records` for `redis.asyncio`."""
     for stream in streams:
-        try:
-            await client.xgroup_create(stream, group, id="0", mkstream=True)
-        except redis.ResponseError as error:
-            if "BUSYGROUP" not in str(error):
-                raise
+        await aensure_group(client, stream, group)
     read_ids = dict.fromkeys(streams, "0")
     waiting = itertools.cycle(streams)
     wait_ms = max(1, block_ms // len(streams))
@@ -559,11 +558,25 @@ async def _apartitioned_records(
 
 
 def ensure_group(client: redis.Redis, stream: str, group: str) -> None:
+    """`group` on `stream`, created at the stream's start (and the stream with it) unless it
+    is there already: a consumer's first read gets every record published before it."""
     try:
         client.xgroup_create(stream, group, id="0", mkstream=True)
     except redis.ResponseError as error:
-        if "BUSYGROUP" not in str(error):
-            raise
+        _unless_there_already(error)
+
+
+async def aensure_group(client: redis_asyncio.Redis, stream: str, group: str) -> None:
+    """`ensure_group` for `redis.asyncio`."""
+    try:
+        await client.xgroup_create(stream, group, id="0", mkstream=True)
+    except redis.ResponseError as error:
+        _unless_there_already(error)
+
+
+def _unless_there_already(error: redis.ResponseError) -> None:
+    if "BUSYGROUP" not in str(error):
+        raise error
 
 
 class _StreamEntry(NamedTuple):

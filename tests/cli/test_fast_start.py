@@ -24,7 +24,7 @@ import sys
 import thoughtline.cli
 from thoughtline.cli import commands
 
-parser = commands.build_parser(serving=commands._names_a_service_command(sys.argv[1:]))
+parser = commands.parser_for(sys.argv[1:])
 parser.parse_args(sys.argv[1:])
 loaded = sorted(
     name for name in sys.modules

@@ -64,6 +64,8 @@ def test_the_export_deployment_runs_the_command_with_the_otlp_settings() -> None
         "--group=thoughtline-otlp",
         "--batch-size=512",
         "--min-idle-ms=60000",
+        "--metrics-port=9465",
+        "--metrics-host=0.0.0.0",
         "--no-thinking",
     ]
     assert environment["OTEL_EXPORTER_OTLP_ENDPOINT"] == "https://otlp.example.com"
@@ -148,7 +150,7 @@ def test_the_export_network_policy_opens_redis_dns_and_the_collector_only(
 ) -> None:
     values = {"export": {"enabled": True, "otlp": otlp, "collectorPorts": ports}}
     policy = _named(values, "NetworkPolicy", EXPORT_NAME)["spec"]
-    assert policy["ingress"] == []
+    assert policy["ingress"] == [{"ports": [{"port": "metrics", "protocol": "TCP"}]}]
     opened = [sorted(port["port"] for port in rule["ports"]) for rule in policy["egress"]]
     assert opened == [[6379], expected, [53, 53]]
 
@@ -168,7 +170,6 @@ def test_no_network_policy_for_the_export_when_policies_are_off() -> None:
     ("values", "message"),
     [
         ({"export": {"enabled": True}}, r"export\.otlp\.endpoint"),
-        ({**_enabled(), "config": {"partitions": 4}}, r"config\.partitions"),
     ],
 )
 def test_what_the_export_cannot_run_with_fails_at_render(
@@ -178,10 +179,42 @@ def test_what_the_export_cannot_run_with_fails_at_render(
         chart.render(values)
 
 
+def test_the_export_pods_get_the_metrics_port_and_probes() -> None:
+    container = _container(_enabled())
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9465, "protocol": "TCP"}]
+    liveness, readiness = container["livenessProbe"], container["readinessProbe"]
+    assert liveness["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert readiness["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert liveness["periodSeconds"] == 10 and liveness["failureThreshold"] == 3
+    assert readiness["initialDelaySeconds"] == 5
+    arguments = build_parser().parse_args(["export", "otlp", *container["args"]])
+    assert (arguments.metrics_port, arguments.metrics_host) == (9465, "0.0.0.0")
+
+
+def test_metrics_port_zero_serves_nothing_and_probes_nothing() -> None:
+    values = _enabled(metricsPort=0)
+    container = _container(values)
+    assert "--metrics-port=0" in container["args"]
+    assert not {"ports", "livenessProbe", "readinessProbe"} & set(container)
+    assert build_parser().parse_args(["export", "otlp", *container["args"]]).metrics_port == 0
+    assert _named(values, "NetworkPolicy", EXPORT_NAME)["spec"]["ingress"] == []
+
+
+def test_the_export_runs_with_several_partitions() -> None:
+    values = {**_enabled(), "config": {"partitions": 4}}
+    container = _container(values)
+    assert container["command"] == ["thoughtline", "export", "otlp"]
+    configmap = _named(values, "ConfigMap", chart.FULLNAME)
+    assert configmap["data"]["THOUGHTLINE_PARTITIONS"] == "4"
+    assert container["envFrom"] == [{"configMapRef": {"name": chart.FULLNAME}}]
+
+
 @pytest.mark.parametrize(
     "export",
     [
         {"replicas": -1},
+        {"metricsPort": 70000},
+        {"livenessProbe": {"periodSeconds": 0}},
         {"batchSize": 0},
         {"otlp": {"compression": "zstd"}},
         {"otlp": {"endpoint": "collector:4318"}},

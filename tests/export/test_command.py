@@ -1,14 +1,17 @@
 """`thoughtline export otlp` as an operator runs it: Redis and streams from the THOUGHTLINE_
-settings, the collector from the standard OTEL_EXPORTER_OTLP_ENDPOINT; SIGTERM stops it with
-status 0 and every record exported and acknowledged."""
+settings, the collector from the standard OTEL_EXPORTER_OTLP_ENDPOINT; its metrics port
+answers while it runs; SIGTERM stops it with status 0 and every record exported and
+acknowledged."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Callable
 
 import pytest
@@ -29,6 +32,21 @@ def wait_until(condition: Callable[[], bool], attempts: int = 3000) -> None:
     raise AssertionError("the condition never held")
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def answers(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return str(response.read().decode())
+    except OSError:
+        return None
+
+
 def test_the_command_exports_with_the_standard_settings_and_stops_on_sigterm(
     redis_url: str, stream_names: dict[str, str]
 ) -> None:
@@ -45,8 +63,12 @@ def test_the_command_exports_with_the_standard_settings_and_stops_on_sigterm(
             "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint.removesuffix("/v1/traces"),
             "OTEL_SERVICE_NAME": "my-gateway",
         }
+        port = free_port()  # not the default: other runs on this machine may hold it
         process = subprocess.Popen(
-            [sys.executable, "-m", "thoughtline.cli", "export", "otlp", "--no-thinking"],
+            [
+                *(sys.executable, "-m", "thoughtline.cli", "export", "otlp", "--no-thinking"),
+                *("--metrics-port", str(port), "--metrics-host", "127.0.0.1"),
+            ],
             env=environment,
             stderr=subprocess.PIPE,
             text=True,
@@ -54,6 +76,12 @@ def test_the_command_exports_with_the_standard_settings_and_stops_on_sigterm(
         try:
             wait_until(lambda: len(receiver.spans()) == 5 or process.poll() is not None)
             wait_until(lambda: client.xpending(stream, "thoughtline-otlp")["pending"] == 0)
+            base = f"http://127.0.0.1:{port}"
+            wait_until(lambda: answers(f"{base}/healthz") == "ok\n")
+            assert answers(f"{base}/readyz") == "ready\n"
+            metrics = answers(f"{base}/metrics") or ""
+            assert "thoughtline_export_records_total 5.0" in metrics
+            assert 'thoughtline_export_pending{partition="0/1"} 0.0' in metrics
         finally:
             process.send_signal(signal.SIGTERM)
             _, errors = process.communicate(timeout=30)

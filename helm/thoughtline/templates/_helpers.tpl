@@ -171,9 +171,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if not (or .Values.export.otlp.endpoint .Values.export.otlp.tracesEndpoint) }}
 {{- fail "export.enabled needs export.otlp.endpoint or export.otlp.tracesEndpoint: where the spans go" }}
 {{- end }}
-{{- if gt (int .Values.config.partitions) 1 }}
-{{- fail "export.enabled reads one output stream: it does not follow config.partitions > 1 yet" }}
-{{- end }}
 {{- end }}
 
 {{/* The collector's TCP ports, comma-separated: export.collectorPorts, else the endpoint URL's. */}}

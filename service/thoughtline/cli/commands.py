@@ -6,6 +6,7 @@
     thoughtline replay --to F RECORDS.jsonl        the next-turn history from records
     thoughtline schema [--write DIR]               the JSON Schemas (entry, record, ...)
     thoughtline partitions [--json]                where the partitions live, their lag
+    thoughtline export otlp                        records as OpenTelemetry spans (docs/otel.md)
     thoughtline serve | publish | tail | demo       the service (see thoughtline.cli.service)
     thoughtline --version                          the installed version
 
@@ -22,7 +23,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from thoughtline.cli.names import SERVICE_COMMANDS, naming_the_flag
+from thoughtline.cli.names import EXPORT_HELP, SERVICE_COMMANDS, naming_the_flag
 from thoughtline.contract import schema as schema_module
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError
 from thoughtline.contract.record import KNOWN_FORMATS, encode
@@ -33,7 +34,7 @@ Command = Callable[[argparse.Namespace], int]
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments_given = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(serving=_names_a_service_command(arguments_given))
+    parser = parser_for(arguments_given)
     arguments = parser.parse_args(arguments_given)
     command: Command = arguments.command
     try:
@@ -45,10 +46,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def build_parser(*, serving: bool = True) -> argparse.ArgumentParser:
+def parser_for(arguments: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser `arguments` need: the service or export commands' whole parsers only when
+    they name one."""
+    named = _command_named(arguments)
+    return build_parser(serving=named in SERVICE_COMMANDS, exporting=named == "export")
+
+
+def build_parser(*, serving: bool = True, exporting: bool = True) -> argparse.ArgumentParser:
     """The whole command line. `serving` False: the service commands are listed by name only,
     so a command that does not serve never imports the worker, Redis or FastStream (the
-    command line starts in a fraction of the time)."""
+    command line starts in a fraction of the time); `exporting` False: the same for `export`,
+    whose parser loads Redis and Prometheus (never the worker)."""
     parser = argparse.ArgumentParser(
         prog="thoughtline",
         description="Normalize raw LLM provider responses: content, thinking, usage, replay parts.",
@@ -59,6 +68,10 @@ def build_parser(*, serving: bool = True) -> argparse.ArgumentParser:
     _add_inspect(subparsers)
     _add_schema(subparsers)
     _add_partitions(subparsers)
+    if exporting:
+        _add_export(subparsers)
+    else:
+        subparsers.add_parser("export", help=EXPORT_HELP)
     if serving:
         _add_service_commands(subparsers)
     else:
@@ -227,6 +240,14 @@ def _add_partitions(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     command.set_defaults(command=run_partitions)
 
 
+def _add_export(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`thoughtline export otlp` (`cli/export.py`): it needs Redis and OpenTelemetry but not
+    the worker, so it is no service command and starts fast."""
+    from thoughtline.cli import export
+
+    export.add_export(subparsers)
+
+
 def _add_service_commands(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> None:
@@ -243,11 +264,10 @@ def _list_service_commands(
         subparsers.add_parser(name, help=help_line)
 
 
-def _names_a_service_command(arguments: Sequence[str]) -> bool:
-    """Whether the command named (the first argument that is not an option) is a service
-    command; top-level options are only `--version` and `--help`, which take no value."""
-    command = next((argument for argument in arguments if not argument.startswith("-")), None)
-    return command in SERVICE_COMMANDS
+def _command_named(arguments: Sequence[str]) -> str | None:
+    """The first argument that is not an option; top-level options are only `--version` and
+    `--help`, which take no value."""
+    return next((argument for argument in arguments if not argument.startswith("-")), None)
 
 
 def run_normalize(arguments: argparse.Namespace) -> int:

@@ -15,7 +15,6 @@ SERVICE_COMMANDS: Final = {
     "tail": "follow normalized records",
     "demo": "try it: embedded Redis and sample data",
     "asyncapi": "print or write the AsyncAPI document",
-    "export": "send records to tracing tools",
 }
 
 _PASS_THE_FORMAT = re.compile(r"pass the format( explicitly)?$")
@@ -26,3 +25,8 @@ def naming_the_flag(error: NormalizeError) -> NormalizeError:
     if not isinstance(error, UnknownFormatError):
         return error
     return UnknownFormatError(_PASS_THE_FORMAT.sub("pass --format", error.message))
+
+
+EXPORT_HELP: Final = "send records to tracing tools"
+"""`thoughtline export`: no service command (it never loads the worker), yet its parser loads
+Redis and Prometheus, so it is listed by name too unless it is the command given."""

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import redis
 
-from thoughtline.client import CONNECT_TIMEOUT_SECONDS, NO_CLIENT_COMMANDS
+from thoughtline.client import command_client
 from thoughtline.contract.partitions import (
     DEFAULT_DEAD_STREAM,
     DEFAULT_DELTAS_STREAM,
@@ -483,9 +483,7 @@ def run(arguments: argparse.Namespace) -> int:
         print(f"thoughtline: {stream!r} has no hash tag such as {{thoughtline}}", file=sys.stderr)
         return 1
     try:
-        seed = redis.Redis.from_url(
-            url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, **NO_CLIENT_COMMANDS
-        )
+        seed = command_client(url)
         nodes = Nodes(seed)
         try:
             report = read_report(nodes, stream, group)

@@ -5,7 +5,6 @@
     thoughtline tail [--json]         follow normalized records (or --dead: dead letters)
     thoughtline demo                  embedded Redis, bundled samples, records and counters
     thoughtline asyncapi [--write F]  the AsyncAPI document of the worker
-    thoughtline export otlp           records as OpenTelemetry spans over OTLP (docs/otel.md)
 
 Invalid settings print one line naming the variable and exit with status 2; a `THOUGHTLINE_*`
 variable that is no setting (a typo) is one warning line each. Exit status of `serve`:
@@ -23,39 +22,39 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sys
-import urllib.parse
-from collections.abc import Callable
 from pathlib import Path
-from typing import Final, NamedTuple, cast
+from typing import Final, cast
 
 import redis
 
 from thoughtline.cli import console
+from thoughtline.cli.connecting import EXIT_REDIS
+from thoughtline.cli.connecting import configure_logging as _configure_logging
+from thoughtline.cli.connecting import connect as _connect
+from thoughtline.cli.connecting import credentials_hint as _credentials_hint
+from thoughtline.cli.connecting import invalid_settings as _invalid_settings
+from thoughtline.cli.connecting import one_line as _one_line
+from thoughtline.cli.connecting import reaching_redis as _reaching_redis
+from thoughtline.cli.connecting import warn_unknown_variables as _warn_unknown_variables
+from thoughtline.cli.connecting import without_password as _without_password
 from thoughtline.cli.names import SERVICE_COMMANDS, naming_the_flag
-from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
+from thoughtline.contract.errors import NormalizeError, UnknownFormatError
 from thoughtline.contract.record import KNOWN_FORMATS
-from thoughtline.export.consumer import ExportSettings
 from thoughtline.providers.detection import detect_format, looks_like_stream
 from thoughtline.worker.app import MetricsPortError, StreamsResponse
-from thoughtline.worker.connections import sync_client
 from thoughtline.worker.embedded import (
     DEFAULT_DATA_DIR,
     EmbeddedRedis,
     join_or_start,
-    running_url,
 )
 from thoughtline.worker.settings import (
     Settings,
     SettingsError,
     load_settings,
     settings_help,
-    unknown_variable_warnings,
 )
 
-EXIT_REDIS: Final = 1
-EXIT_INVALID_SETTINGS: Final = 2
 EXIT_METRICS_PORT: Final = 4
 PIPELINE_ENTRIES: Final = 100
 """XADDs sent per round trip; a publish of more than 20 files shows progress at each."""
@@ -111,68 +110,6 @@ def add_commands(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
     asyncapi = subparsers.add_parser("asyncapi", help=SERVICE_COMMANDS["asyncapi"])
     asyncapi.add_argument("--write", type=Path, metavar="FILE")
     asyncapi.set_defaults(command=run_asyncapi)
-
-    _add_export(subparsers)
-
-
-def _add_export(subparsers: Subparsers[argparse.ArgumentParser]) -> None:
-    """`thoughtline export otlp`; OpenTelemetry is imported only when it runs."""
-    export = subparsers.add_parser("export", help="send records to tracing tools")
-    targets = export.add_subparsers(required=True, metavar="TARGET")
-    otlp = targets.add_parser(
-        "otlp",
-        help="records as OpenTelemetry GenAI spans over OTLP/HTTP (needs thoughtline[otel])",
-        description="Read records in a consumer group of the output stream and send each as "
-        "one span following the OpenTelemetry GenAI conventions, over OTLP/HTTP protobuf "
-        "(OTEL_EXPORTER_OTLP_* settings). A record is acknowledged only once the collector "
-        "accepted it. Several processes share the work. See docs/otel.md.",
-    )
-    export_defaults = ExportSettings()  # each option's default is the export's own
-    otlp.add_argument("--group", default=export_defaults.group, help="consumer group")
-    otlp.add_argument("--consumer", help="consumer name (default: host-pid)")
-    otlp.add_argument(
-        "--batch-size",
-        type=_positive,
-        default=export_defaults.batch_size,
-        help="spans per export request",
-    )
-    otlp.add_argument(
-        "--min-idle-ms",
-        type=_positive,
-        default=export_defaults.min_idle_ms,
-        help="take over records another export process left pending this long",
-    )
-    otlp.add_argument(
-        "--no-content",
-        action="store_true",
-        help="no output messages: usage, finish reasons and detections only "
-        "(also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=false)",
-    )
-    otlp.add_argument("--no-thinking", action="store_true", help="leave reasoning text out")
-    otlp.add_argument(
-        "--no-opaque-parts",
-        action="store_true",
-        help="leave signatures and encrypted reasoning out",
-    )
-    otlp.set_defaults(command=run_export_otlp)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
-
-
-def run_export_otlp(arguments: argparse.Namespace) -> int:
-    connected = _connect()
-    if isinstance(connected, int):
-        return connected
-    settings, client = connected
-    _configure_logging(settings)
-    from thoughtline.export import command
-
-    return _reaching_redis(settings, lambda: command.run(arguments, client, settings.output_stream))
 
 
 def run_serve(arguments: argparse.Namespace) -> int:
@@ -383,87 +320,3 @@ def run_asyncapi(arguments: argparse.Namespace) -> int:
 
 def _os_error(error: OSError) -> str:
     return error.strerror or _one_line(error)
-
-
-class _Connected(NamedTuple):
-    settings: Settings
-    client: redis.Redis
-
-
-def _connect() -> _Connected | int:
-    """Settings and a client: THOUGHTLINE_REDIS_URL, else the embedded Redis `serve` started.
-    An exit status instead when there are none (invalid settings: said; no Redis: said)."""
-    _warn_unknown_variables()
-    try:
-        settings = load_settings()
-    except SettingsError as error:
-        _invalid_settings(error)
-        return EXIT_INVALID_SETTINGS
-    url = settings.redis_url or running_url()
-    if url is None:
-        print(
-            "thoughtline: no Redis: set THOUGHTLINE_REDIS_URL, or run `thoughtline serve` "
-            "in this folder first",
-            file=sys.stderr,
-        )
-        return EXIT_REDIS
-    return _Connected(settings, sync_client(url))
-
-
-def _reaching_redis(settings: Settings, command: Callable[[], int]) -> int:
-    """Run `command`; a Redis that cannot be reached is one line and status 1, no traceback."""
-    url = _without_password(settings.redis_url or running_url() or "")
-    try:
-        return command()
-    except redis.AuthenticationError as error:
-        print(
-            f"thoughtline: cannot use Redis at {url}: authentication failed ({_one_line(error)})",
-            file=sys.stderr,
-        )
-        return 1
-    except (redis.ConnectionError, redis.TimeoutError):
-        print(f"thoughtline: cannot reach Redis at {url}", file=sys.stderr)
-        return 1
-    except (redis.InvalidResponse, redis.ResponseError) as error:  # not a Redis, or it refused
-        print(
-            f"thoughtline: cannot use Redis at {url}: {type(error).__name__}: {_one_line(error)}",
-            file=sys.stderr,
-        )
-        return 1
-
-
-def _credentials_hint(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None and "password" not in parts.query.lower():
-        return "this Redis wants a password and THOUGHTLINE_REDIS_URL gives none"
-    return "check the user and password in THOUGHTLINE_REDIS_URL"
-
-
-def _without_password(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    user = f"{parts.username}@" if parts.username else ""
-    query = "" if "password" in parts.query.lower() else parts.query
-    return urllib.parse.urlunsplit(parts._replace(netloc=user + host, query=query))
-
-
-def _warn_unknown_variables() -> None:
-    for warning in unknown_variable_warnings():
-        print(f"thoughtline: {warning}", file=sys.stderr)
-
-
-def _invalid_settings(error: ThoughtlineError) -> int:
-    print(f"thoughtline: {error}", file=sys.stderr)
-    return EXIT_INVALID_SETTINGS
-
-
-def _configure_logging(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-
-
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split())

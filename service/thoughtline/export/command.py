@@ -18,9 +18,11 @@ from typing import Final
 import redis
 
 from thoughtline.export.consumer import ExportSettings, OtlpExport
+from thoughtline.export.health import ExportHealth
 from thoughtline.export.mapping import ContentSwitches
 
 EXIT_MISSING_EXTRA: Final = 2
+EXIT_METRICS_PORT: Final = 4
 COLLECT_EVERY_ALLOCATIONS: Final = 50_000
 """The garbage collector's first-generation threshold while exporting (Python's default: 700).
 A batch allocates some hundred thousand short-lived objects (records, attribute dicts, parts)
@@ -64,6 +66,19 @@ def run(arguments: argparse.Namespace, client: redis.Redis, stream: str) -> int:
         switches=switches_of(arguments),
     )
     export = OtlpExport(client, stream, export_batch, settings)
+    health = ExportHealth(client, export.metrics, lambda: export.last_beat)
+    if arguments.metrics_port:
+        try:
+            port = health.start(arguments.metrics_port, arguments.metrics_host)
+        except OSError as error:
+            print(
+                f"thoughtline: cannot listen on {arguments.metrics_host}:{arguments.metrics_port} "
+                f"(--metrics-port): {error.strerror or error}",
+                file=sys.stderr,
+            )
+            exporter.shutdown()
+            return EXIT_METRICS_PORT
+        logger.info("thoughtline export: /metrics, /healthz, /readyz on port %d", port)
     collect_less_often()
     for signal_number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signal_number, lambda number, frame: export.stop())
@@ -73,6 +88,7 @@ def run(arguments: argparse.Namespace, client: redis.Redis, stream: str) -> int:
     try:
         counts = export.run()
     finally:
+        health.stop()
         exporter.shutdown()
     logger.info(
         "thoughtline export: stopped; %d exported, %d undecodable",

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import redis
 import redis.asyncio as redis_asyncio
 from faststream.redis import RedisBroker, RedisClusterBroker
 from faststream.redis.configs.state import (
@@ -87,13 +86,6 @@ def async_client(redis_url: str, *, cluster: bool) -> RedisClient:
         )
     keep_repeated_fields(client)
     return client
-
-
-def sync_client(redis_url: str) -> redis.Redis:
-    """A client for the command line (`publish`, `tail`)."""
-    return redis.Redis.from_url(
-        redis_url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, **NO_CLIENT_COMMANDS
-    )
 
 
 def keep_repeated_fields(client: RedisClient) -> None:

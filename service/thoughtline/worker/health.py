@@ -1,21 +1,24 @@
 """The worker's small HTTP server: `/metrics`, `/healthz` (the process answers) and `/readyz`
-(Redis and the group are there, and no part of the worker reports a problem)."""
+(Redis and the group are there, and no part of the worker reports a problem).
+
+`thoughtline export otlp` serves the same three paths with this server (in a thread of its
+own, with a liveness check of its loop): the module imports no FastStream."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
-if TYPE_CHECKING:
-    from thoughtline.worker.metrics import Metrics
-
-
 Readiness = Callable[[], Awaitable[str | None]]
 """Returns None when ready, else the one-line reason it is not."""
+
+
+class Exposition(Protocol):
+    def exposition(self) -> bytes: ...
 
 
 class HealthServer:
@@ -26,11 +29,17 @@ class HealthServer:
     """
 
     def __init__(
-        self, metrics: Metrics, readiness: Readiness, before_scrape: Callable[[], Awaitable[None]]
+        self,
+        metrics: Exposition,
+        readiness: Readiness,
+        before_scrape: Callable[[], Awaitable[None]],
+        liveness: Readiness | None = None,
     ) -> None:
         self._metrics = metrics
         self._readiness = readiness
         self._before_scrape = before_scrape
+        self._liveness = liveness
+        """None: answering is alive enough (the worker's loop serves the requests itself)."""
         self._server: asyncio.Server | None = None
 
     async def start(self, port: int, host: str) -> int:
@@ -70,15 +79,17 @@ class HealthServer:
             await self._before_scrape()
             return _Response("200 OK", CONTENT_TYPE_LATEST, self._metrics.exposition())
         if path == b"/healthz":
-            return _Response("200 OK", "text/plain", b"ok\n")
+            problem = None if self._liveness is None else await self._liveness()
+            return _answer(problem, b"ok\n", "not alive")
         if path == b"/readyz":
-            problem = await self._readiness()
-            if problem is None:
-                return _Response("200 OK", "text/plain", b"ready\n")
-            return _Response(
-                "503 Service Unavailable", "text/plain", f"not ready: {problem}\n".encode()
-            )
+            return _answer(await self._readiness(), b"ready\n", "not ready")
         return _Response("404 Not Found", "text/plain", b"try /metrics, /healthz or /readyz\n")
+
+
+def _answer(problem: str | None, fine: bytes, prefix: str) -> _Response:
+    if problem is None:
+        return _Response("200 OK", "text/plain", fine)
+    return _Response("503 Service Unavailable", "text/plain", f"{prefix}: {problem}\n".encode())
 
 
 class _Response(NamedTuple):
