@@ -2,7 +2,7 @@
 worker applies per second at any stream length, what an open stream costs Redis and what a
 stream leaves on the deltas stream.
 
-    python bench/live.py [--quick] [--skip-long]
+    python bench/live.py [--quick] [--skip-long] [--times N]
 
 A private redis-server and one `thoughtline serve` process (the `thoughtline` on the path:
 run it with `PYTHONPATH=<a checkout>/service` to measure that checkout). Measured:
@@ -232,8 +232,11 @@ def burst(
     return done, seconds, reader.seen.bytes_at
 
 
-def memory_per_open_stream(url: str, settings: Settings, streams: int, chunks: int) -> float:
-    """The mean `MEMORY USAGE` of the keys an open stream keeps (`<input>:live:*:<stream>`)."""
+def memory_per_open_stream(
+    url: str, settings: Settings, streams: int, chunks: int
+) -> tuple[float, float, float]:
+    """The mean `MEMORY USAGE` of the keys an open stream keeps (`<input>:live:*:<stream>`),
+    of its log alone, and the mean bytes of its chunks' payloads."""
     client = redis.Redis.from_url(url)
     names = [f"open-{chunks}-{number}" for number in range(streams)]
     made = {name: _chat(name, plain_pieces(chunks), finish=False) for name in names}
@@ -250,12 +253,16 @@ def memory_per_open_stream(url: str, settings: Settings, streams: int, chunks: i
         if time.monotonic() > deadline:
             break
         time.sleep(0.05)
-    total = 0
+    total = log = 0
     for name in names:
         for key in client.scan_iter(match=f"{settings.input_stream}:live:*:{name}"):
-            total += int(client.memory_usage(key) or 0)
+            size = int(client.memory_usage(key) or 0)
+            total += size
+            if b":live:log:" in key:
+                log += size
     client.close()
-    return total / streams
+    payloads = sum(len(payload) for made_payloads in made.values() for payload in made_payloads)
+    return total / streams, log / streams, payloads / streams
 
 
 def whole_responses(url: str, settings: Settings, count: int, limit: float) -> tuple[int, float]:
@@ -304,10 +311,15 @@ def _batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of every size")
+    parser.add_argument("--times", type=float, default=1.0, help="every size times this")
     parser.add_argument("--skip-long", action="store_true", help="no 1 x 20,000 run")
     parser.add_argument("--limit", type=float, default=300.0, help="seconds per burst at most")
     options = parser.parse_args()
-    scale = 10 if options.quick else 1
+    times = 0.1 if options.quick else options.times
+
+    def scale(size: int) -> int:
+        return max(1, int(size * times))
+
     with tempfile.TemporaryDirectory(prefix="thoughtline-live-bench-") as directory:
         server = RedisServer(Path(directory) / "redis")
         server.start()
@@ -331,9 +343,9 @@ def main() -> int:
                 f"the first chunk (goal <= 0.25 s)"
             )
             rates: dict[str, float] = {}
-            sizes = [("100x100", 100, 100 // scale), ("4x2500", 4, 2500 // scale)]
+            sizes = [("100x100", 100, scale(100)), ("4x2500", 4, scale(2500))]
             if not options.skip_long:
-                sizes.append(("1x20000", 1, 20000 // scale))
+                sizes.append(("1x20000", 1, scale(20000)))
             delta_bytes: dict[int, int] = {}
             for label, streams, chunks in sizes:
                 done, seconds, written = burst(
@@ -341,23 +353,29 @@ def main() -> int:
                 )
                 rates[label] = done / seconds
                 complete = "" if done == streams * chunks else f" (only {done} in the limit)"
-                print(f"one worker, {label}: {done / seconds:.0f} chunks/s{complete}")
+                print(
+                    f"one worker, {streams} x {chunks:,}: {done / seconds:.0f} chunks/s{complete}"
+                )
                 for at, sizes_found in written.items():
                     delta_bytes[at] = int(statistics.median(sizes_found))
             ratio = rates["4x2500"] / rates["100x100"]
             print(f"4 x 2,500 against 100 x 100: {ratio:.2f} (goal >= 0.8)")
             for at, size in sorted(delta_bytes.items()):
                 print(f"deltas stream bytes per stream after {at:,} chunks: {size:,}")
-            done, seconds = whole_responses(server.url, settings, 10000 // scale, options.limit)
+            done, seconds = whole_responses(server.url, settings, scale(10000), options.limit)
             whole = done / seconds
             print(f"whole small responses: {whole:.0f}/s")
             print(
                 f"live chunks/s (100 x 100) / whole responses/s: "
                 f"{rates['100x100'] / whole:.2f} (goal >= 0.5)"
             )
-            for streams, chunks in ((100, 100 // scale), (2, 2500 // scale)):
-                per = memory_per_open_stream(server.url, settings, streams, chunks)
-                print(f"Redis memory per open stream of {chunks} chunks: {per / 1024:.1f} KiB")
+            for streams, chunks in ((100, scale(100)), (2, scale(2500))):
+                per, log, raw = memory_per_open_stream(server.url, settings, streams, chunks)
+                print(
+                    f"Redis memory per open stream of {chunks} chunks: {per / 1024:.1f} KiB, "
+                    f"of which its log {log / 1024:.1f} KiB (its chunks' payloads: "
+                    f"{raw / 1024:.1f} KiB)"
+                )
         finally:
             fleet.kill_all()
             server.kill()

@@ -3,7 +3,7 @@ of order, over a fleet of workers that are SIGKILLed; then every stream is check
 
     python bench/live_chaos.py [--streams 2000] [--min-chunks 20] [--max-chunks 200]
                                [--workers 3] [--kill-every 3.0] [--kills 20]
-                               [--swap-fraction 0.05] [--corpus] [--seed 1]
+                               [--swap-fraction 0.05] [--corpus] [--seed 1] [--rate 0]
 
 A private redis-server on a free loopback port; N `thoughtline serve` processes; a producer
 that keeps 50 streams open at a time and publishes one chunk of a random open stream at a
@@ -11,14 +11,16 @@ time (`--swap-fraction` of the chunks go out after their successor). The streams
 synthetic Chat streams (an inline `<think>` block, then an answer, cut into 20-200 chunks),
 or, with `--corpus`, every recorded stream of the shared corpus and the golden streams,
 several times over. Every `--kill-every` seconds (+-30 %) a random worker is SIGKILLed and a
-new one started, `--kills` times.
+new one started, `--kills` times. `--rate` paces the producer (chunks/s over all streams;
+0: as fast as it can, so the streams queue up and wait their turn).
 
 At the end, read from Redis itself, per stream: its deltas exactly once each and in `seq`
-order; they add up (each accumulation the previous plus the delta), each accumulation is a
-prefix of the recorded stream's at the same chunk, and the last ones are the record's content
-and thinking; exactly one record, byte for byte
+order; they add up (each accumulation the previous plus the delta) and the last ones are the
+record's content and thinking; exactly one record, byte for byte
 `thoughtline normalize` of the same chunks recorded as one stream; no dead letter, nothing
 pending; and, after the state TTL, no live state left in Redis. Any failure: exit status 1.
+It also prints, per stream, the time from its last chunk's `XADD` to its record's (both entry
+ids, so one clock: Redis's): median, p99 and the longest.
 The test suite runs small versions (tests/chaos/test_live_chaos.py).
 """
 
@@ -44,7 +46,6 @@ import thoughtline
 from tests.chaos.fleet import Fleet
 from tests.chaos.servers import RedisServer
 from tests.streams.live_entries import live_payloads
-from thoughtline.api import normalize_with_deltas
 from thoughtline.worker.settings import Settings, load_settings
 
 OPEN_AT_ONCE: Final = 50
@@ -69,6 +70,7 @@ class Plan:
     """Well above a reclaim (min_idle_ms plus a kill's restart): no stream closes as idle."""
     live_ttl_seconds: int = 30
     drain_timeout: float = 900.0
+    rate: float = 0.0
 
 
 @dataclass
@@ -77,9 +79,6 @@ class LiveStream:
     format: str
     payloads: list[bytes]
     expected_record: bytes
-    recorded: list[tuple[str, str]]
-    """The recorded stream's accumulations (text, thinking) per chunk: each live one must be
-    a prefix of the recorded one at the same seq."""
 
 
 @dataclass
@@ -91,6 +90,8 @@ class Report:
     counts: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    latencies: list[float] = field(default_factory=list)
+    """Per stream with a record: seconds from its last chunk's XADD to its record's."""
 
     def lines(self) -> list[str]:
         plan, counts = self.plan, self.counts
@@ -109,8 +110,20 @@ class Report:
             f"{counts.get('pending', -1)}; live keys left after the TTL: "
             f"{counts.get('keys_left', -1)}",
             "seconds: " + ", ".join(f"{name} {value:.1f}" for name, value in self.seconds.items()),
+            _latency_line(self.latencies),
             "RESULT: " + ("PASS" if not self.failures else "FAIL: " + "; ".join(self.failures)),
         ]
+
+
+def _latency_line(latencies: list[float]) -> str:
+    if not latencies:
+        return "last chunk to record: none measured"
+    ordered = sorted(latencies)
+    median = ordered[len(ordered) // 2]
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return (
+        f"last chunk to record: median {median:.2f} s, p99 {p99:.2f} s, longest {ordered[-1]:.2f} s"
+    )
 
 
 def synthetic_stream(name: str, chunks: int, random_source: random.Random) -> LiveStream:
@@ -150,9 +163,8 @@ def _stream(
     name: str, format_name: str, payloads: list[bytes], recording: bytes | None = None
 ) -> LiveStream:
     whole = recording if recording is not None else b"\n".join(payloads)
-    record, deltas = normalize_with_deltas(whole, format_name, record_id=name)
-    recorded = [(delta.accumulated_text, delta.accumulated_thinking) for delta in deltas]
-    return LiveStream(name, format_name, payloads, thoughtline.encode(record), recorded)
+    record = thoughtline.normalize(whole, format_name, record_id=name)
+    return LiveStream(name, format_name, payloads, thoughtline.encode(record))
 
 
 def build_streams(plan: Plan, random_source: random.Random) -> list[LiveStream]:
@@ -184,6 +196,8 @@ class Producer(threading.Thread):
         self.plan = plan
         self.random = random.Random(seed)
         self.swapped = 0
+        self.last_ids: dict[str, bytes] = {}
+        """Per stream, the entry id of the chunk published last."""
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -198,7 +212,9 @@ class Producer(threading.Thread):
         waiting = list(self.streams)
         open_streams: list[tuple[LiveStream, list[int]]] = []
         pipeline = self.client.pipeline(transaction=False)
-        queued = 0
+        queued: list[str] = []
+        published = 0
+        started = time.monotonic()
         while waiting or open_streams:
             while waiting and len(open_streams) < OPEN_AT_ONCE:
                 stream = waiting.pop(0)
@@ -211,13 +227,20 @@ class Producer(threading.Thread):
             if seq == len(stream.payloads) - 1:
                 fields["final"] = "1"
             pipeline.xadd(self.settings.input_stream, fields)  # type: ignore[arg-type]
-            queued += 1
-            if queued >= 50:
-                pipeline.execute()
-                queued = 0
+            queued.append(stream.name)
+            if len(queued) >= 50:
+                published += len(queued)
+                self._execute(pipeline, queued)
+                queued = []
+                if self.plan.rate > 0:
+                    time.sleep(max(0.0, started + published / self.plan.rate - time.monotonic()))
             if not order:
                 open_streams.pop(index)
-        pipeline.execute()
+        self._execute(pipeline, queued)
+
+    def _execute(self, pipeline: Any, names: list[str]) -> None:
+        for name, entry_id in zip(names, pipeline.execute(), strict=True):
+            self.last_ids[name] = entry_id
 
     def _order(self, count: int) -> list[int]:
         order = list(range(count))
@@ -275,6 +298,7 @@ def run(plan: Plan, directory: Path) -> Report:
         report.seconds["run"] = time.monotonic() - started
         _wait_no_pending(client, settings, 60.0)
         _count(client, settings, streams, report)
+        report.latencies = _latencies(client, settings, producer.last_ids)
         waited = time.monotonic()
         _wait_keys_gone(client, settings, plan.live_ttl_seconds + 15.0, report)
         report.seconds["ttl wait"] = time.monotonic() - waited
@@ -305,16 +329,36 @@ def _wait_no_pending(client: redis.Redis, settings: Settings, timeout: float) ->
 
 
 def _read_all(client: redis.Redis, stream: str) -> list[dict[bytes, bytes]]:
-    found: list[dict[bytes, bytes]] = []
+    return [fields for _, fields in _read_entries(client, stream)]
+
+
+def _read_entries(client: redis.Redis, stream: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    found: list[tuple[bytes, dict[bytes, bytes]]] = []
     start = "-"
     while True:
         page = client.xrange(stream, min=start, count=5000)
         if not page:
             return found
-        found += [fields for _, fields in page]
+        found += page
         last = page[-1][0].decode()
         milliseconds, sequence = last.split("-")
         start = f"{milliseconds}-{int(sequence) + 1}"
+
+
+def _milliseconds(entry_id: bytes) -> int:
+    return int(entry_id.split(b"-")[0])
+
+
+def _latencies(client: redis.Redis, settings: Settings, last_ids: dict[str, bytes]) -> list[float]:
+    """Per record (the first of its stream): seconds from its stream's last chunk to it."""
+    found: list[float] = []
+    seen: set[str] = set()
+    for entry_id, fields in _read_entries(client, settings.output_stream):
+        name = fields[b"id"].decode()
+        if name in last_ids and name not in seen:
+            seen.add(name)
+            found.append((_milliseconds(entry_id) - _milliseconds(last_ids[name])) / 1000)
+    return found
 
 
 def _count(

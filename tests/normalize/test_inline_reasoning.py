@@ -503,3 +503,29 @@ def test_the_first_sign_of_a_delimiter_starts_the_scanner_on_all_of_it(text: str
         whole.thinking,
     )
     assert extractor.result() == whole
+
+
+# --- inside a block, a live text holds back only what may start a marker ----------------------
+
+
+@pytest.mark.parametrize(
+    ("opening", "closer"),
+    [
+        ("<think>", "</think>"),
+        ("<thinking>", "</thinking>"),
+        ("[THINK]", "[/THINK]"),
+        ("<|START_THINKING|>", "<|END_THINKING|>"),
+    ],
+)
+def test_thinking_in_a_block_is_given_out_but_a_possible_marker(opening: str, closer: str) -> None:
+    """Once the block is open, each chunk's thinking comes out at once, except the end of
+    the text that may still grow into a marker ending the block (here the closer's head)."""
+    extractor = IncrementalExtractor()
+    reasoning = "The user asks for the sum of two numbers, so I add them one by one. "
+    extractor.feed(opening + reasoning * 2)  # the opener decided
+    _, thinking = extractor.feed("Then I check it")
+    assert thinking.endswith("Then I check it")
+    _, thinking = extractor.feed(" again." + closer[:-1])
+    assert thinking == " again."
+    content, thinking = extractor.feed(closer[-1] + "The sum is 4.")
+    assert (content, thinking) == ("The sum is 4.", "")

@@ -383,6 +383,29 @@ async def test_a_lost_group_republishes_no_live_stream_whatever_its_age(
     assert _pending(client, live_settings) == 0
 
 
+async def _hold_an_ordinary_entry(client: redis_asyncio.Redis, settings: Settings) -> bytes:
+    """Adds an ordinary entry that a consumer reads and never acknowledges (a dead worker's);
+    returns its payload."""
+    body = b'{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}'
+    await client.xadd(settings.input_stream, {"payload": body, "format": "openai_chat"})
+    await client.xreadgroup(settings.group, "dead-consumer", {settings.input_stream: ">"}, count=1)
+    return body
+
+
+async def _lose_the_group(
+    aclient: redis_asyncio.Redis, client: redis.Redis, settings: Settings
+) -> tuple[int, int]:
+    """Deletes the group and every live key (as if their TTL had passed), then recreates the
+    group as a worker does; returns how many deltas and records there were."""
+    deltas = client.xlen(settings.deltas_stream)
+    records = client.xlen(settings.output_stream)
+    client.xgroup_destroy(settings.input_stream, settings.group)
+    for key in client.scan_iter(match=f"{settings.input_stream}:live:*"):
+        client.delete(key)
+    await ensure_group(aclient, settings)
+    return deltas, records
+
+
 async def test_a_batch_commit_keeps_what_the_live_script_recorded(
     aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
 ) -> None:
@@ -391,25 +414,42 @@ async def test_a_batch_commit_keeps_what_the_live_script_recorded(
     commit that follows (its first: no high mark yet) must keep that list, or a lost group
     brings the live stream back once its keys have expired."""
     handler = await _handler(aclient, live_settings)
-    body = b'{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}'
-    await aclient.xadd(live_settings.input_stream, {"payload": body, "format": "openai_chat"})
-    await aclient.xreadgroup(
-        live_settings.group, "dead-consumer", {live_settings.input_stream: ">"}, count=1
-    )
+    body = await _hold_an_ordinary_entry(aclient, live_settings)
     await _publish(aclient, live_settings, "g1", range(len(PAYLOADS)))
     await handler.handle(await _read(aclient, live_settings))
     await aclient.xadd(live_settings.input_stream, {"payload": body, "format": "openai_chat"})
     delivered = await _read(aclient, live_settings)
     outcomes = [process(entry.entry_id, entry.fields, 1, live_settings) for entry in delivered]
     assert await Committer(aclient, live_settings).commit(outcomes) == [True]
-    deltas = client.xlen(live_settings.deltas_stream)
-    records = client.xlen(live_settings.output_stream)
-    client.xgroup_destroy(live_settings.input_stream, live_settings.group)
-    for key in client.scan_iter(match=f"{live_settings.input_stream}:live:*"):
-        client.delete(key)  # as if the TTL had passed
-    await ensure_group(aclient, live_settings)
+    deltas, records = await _lose_the_group(aclient, client, live_settings)
     live_entries = [entry for entry in await _read(aclient, live_settings) if is_live(entry.fields)]
     assert live_entries
+    await LiveHandler(aclient, live_settings, Metrics()).handle(live_entries)
+    assert client.xlen(live_settings.deltas_stream) == deltas
+    assert client.xlen(live_settings.output_stream) == records
+
+
+async def test_the_committed_ids_record_stays_bounded_while_an_entry_is_held(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    """Live-only traffic while one entry stays pending (a dead consumer holds it): the
+    committed-ids record keeps the marks and the entries in flight, not every live entry
+    committed meanwhile; and a lost group still publishes none of them again."""
+    handler = await _handler(aclient, live_settings)
+    await _hold_an_ordinary_entry(aclient, live_settings)
+    committed = f"{live_settings.input_stream}:committed"
+    sizes = []
+    for round_number in range(8):
+        for number in range(5):
+            await _publish(aclient, live_settings, f"b{round_number}-{number}", range(3))
+        await handler.handle(await _read(aclient, live_settings))
+        sizes.append(client.zcard(committed))
+    assert max(sizes) <= 3  # the two marks and the held entry
+    deltas, records = await _lose_the_group(aclient, client, live_settings)
+    entries = await _read(aclient, live_settings)
+    assert [entry for entry in entries if not is_live(entry.fields)]  # the held one comes again
+    live_entries = [entry for entry in entries if is_live(entry.fields)]
+    assert len(live_entries) == 8 * 5 * 3
     await LiveHandler(aclient, live_settings, Metrics()).handle(live_entries)
     assert client.xlen(live_settings.deltas_stream) == deltas
     assert client.xlen(live_settings.output_stream) == records
@@ -430,14 +470,8 @@ async def test_a_revision_is_counted(
     assert 'thoughtline_live_revisions_total{direction="text_to_thinking"} 1.0' in exposition
 
 
-async def test_a_stream_moving_between_workers_reads_only_what_each_missed(
-    aclient: redis_asyncio.Redis,
-    client: redis.Redis,
-    live_settings: Settings,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Two handlers take turns: each brings its engine up to date from the log elements the
-    other added (not the whole stream), and the deltas are those of one worker."""
+def _count_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, the length of the log of each engine rebuilt from a whole stream."""
     rebuilt: list[int] = []
     restore = LiveStream.restore
 
@@ -446,8 +480,47 @@ async def test_a_stream_moving_between_workers_reads_only_what_each_missed(
         return restore(state, log, prompt_table=prompt_table)
 
     monkeypatch.setattr(LiveStream, "restore", counting)
+    return rebuilt
+
+
+async def test_a_worker_parking_chunks_keeps_the_engine_it_read(
+    aclient: redis_asyncio.Redis,
+    client: redis.Redis,
+    live_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker that reads a stream to find its chunk ahead (then parks it) keeps the engine
+    it brought up to date: its next chunk of the stream costs the log elements it missed, not
+    a rebuild from the whole stream (which made a stream spread over workers quadratic)."""
+    first, second = [await _handler(aclient, live_settings) for _ in range(2)]
+    payloads = _chat([f"word {number} " for number in range(20)])
+    await _publish(aclient, live_settings, "spread", range(10), payloads)
+    await first.handle(await _read(aclient, live_settings))
+    rebuilt = _count_rebuilds(monkeypatch)
+    for seq in (11, 12, 13):  # 10 has not come: each is parked
+        await _publish(aclient, live_settings, "spread", [seq], payloads)
+        await second.handle(await _read(aclient, live_settings))
+    await _publish(aclient, live_settings, "spread", [10], payloads)
+    await first.handle(await _read(aclient, live_settings))  # 10, then the parked 11-13
+    await _publish(aclient, live_settings, "spread", range(14, len(payloads)), payloads)
+    await second.handle(await _read(aclient, live_settings))
+    assert rebuilt == [10]  # the second handler's first read; then what it missed
+    assert [f[b"record"] for _, f in client.xrange(live_settings.output_stream)] == [
+        _expected("spread", payloads)
+    ]
+
+
+async def test_a_stream_moving_between_workers_reads_only_what_each_missed(
+    aclient: redis_asyncio.Redis,
+    client: redis.Redis,
+    live_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two handlers take turns: each brings its engine up to date from the log elements the
+    other added (not the whole stream), and the deltas are those of one worker."""
     handlers = [await _handler(aclient, live_settings) for _ in range(2)]
     payloads = _chat([f"word {number} " for number in range(40)])
+    rebuilt = _count_rebuilds(monkeypatch)
     for seq in range(len(payloads)):
         await _publish(aclient, live_settings, "hop", [seq], payloads)
         await handlers[seq % 2].handle(await _read(aclient, live_settings))

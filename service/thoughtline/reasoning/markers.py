@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
+from thoughtline.contract.record import DialectName
 from thoughtline.reasoning.dialects import (
     DIALECTS,
     SUSPECTED_REASONING_OPENINGS,
@@ -410,14 +411,53 @@ BLOCK_END: Final = PerDialect(_block_end_pattern)
 """As one pattern per dialect, what `BLOCK_END_SEARCH` finds (a test holds the two equal)."""
 
 
+def _block_end_literals(dialect: Dialect) -> tuple[str, ...]:
+    """The literal markers `BLOCK_END` finds in a block of the dialect (openers with
+    attributes aside)."""
+    markers = (*dialect.closers, *TOOL_CALL_MARKERS)
+    if dialect.kind != "phrase":
+        markers += dialect.openers
+    return markers
+
+
+def fold_case(text: str) -> str:
+    """`text` lower-cased character by character, its length kept (a prefix test that folds
+    case must not shift positions)."""
+    return "".join(character.lower()[:1] for character in text)
+
+
+def _block_end_prefixes(dialect: Dialect) -> tuple[frozenset[str], frozenset[str], int]:
+    """The proper prefixes of the dialect's block-end markers (case folded: a superset of
+    what may still grow into one), their first characters, and the longest prefix's length."""
+    prefixes = frozenset(
+        fold_case(marker[:size])
+        for marker in _block_end_literals(dialect)
+        for size in range(1, len(marker))
+    )
+    return prefixes, frozenset(prefix[0] for prefix in prefixes), max(map(len, prefixes))
+
+
+BLOCK_END_PREFIXES: Final = PerDialect(_block_end_prefixes)
+"""Per dialect, what `block_end_hold` needs (made at its first lookup, as the patterns are)."""
+
+
+def block_end_hold(text: str, position: int, dialect_name: DialectName) -> int:
+    """How many characters at the end of `text` (after `position`) may be the start of a
+    block-end marker of the dialect: the longest such suffix (0 if none). A live text inside
+    a block gives out all its thinking but these."""
+    prefixes, first_characters, longest = BLOCK_END_PREFIXES[dialect_name]
+    end = len(text)
+    for start in range(max(position, end - longest), end):
+        if text[start].lower()[:1] in first_characters and fold_case(text[start:]) in prefixes:
+            return end - start
+    return 0
+
+
 def _block_end_searches(dialect: Dialect) -> tuple[tuple[str, re.Pattern[str], int], ...]:
     """`BLOCK_END` of the dialect split by first character, each with its longest match:
     (character, pattern, longest)."""
     longest: dict[str, int] = {}
-    markers = (*dialect.closers, *TOOL_CALL_MARKERS)
-    if dialect.kind != "phrase":
-        markers += dialect.openers
-    for marker in markers:
+    for marker in _block_end_literals(dialect):
         longest[marker[0]] = max(longest.get(marker[0], 0), len(marker))
     if dialect.attribute_openers and dialect.kind != "phrase":  # no longest match
         longest["<"] = _UNBOUNDED

@@ -67,6 +67,7 @@ from thoughtline.reasoning.markers import (
     UNFINISHED_ATTRIBUTE_OPENER,
     Marker,
     after_opener,
+    block_end_hold,
     marker_key,
 )
 from thoughtline.reasoning.results import (
@@ -439,7 +440,8 @@ class Scanner(CodeContext):
                 self._think_up_to(len(text))
                 self._close_block("unclosed_open_tag", self._base + len(text))
                 return
-            safe_end = max(position, len(text) - LONGEST_MARKER)
+            # Held back: only what may still grow into a marker that ends the block.
+            safe_end = len(text) - block_end_hold(text, position, dialect.name)
             if dialect.attribute_openers:  # an opener with attributes may still be growing
                 angle = text.rfind("<", position, safe_end)
                 if angle >= 0 and UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):

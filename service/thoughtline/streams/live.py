@@ -484,6 +484,8 @@ class LiveEngine:
         return len(self.extractor.found) > found_before
 
     def _with_detections(self, output: _Output, found_before: int, seq: int) -> _Output:
+        if not self._decided(found_before):  # the usual chunk: nothing found, nothing to copy
+            return output
         path = f"chunks[{seq}]"
         found = [
             leaked(item.code, path, item.dialect) for item in self.extractor.found[found_before:]

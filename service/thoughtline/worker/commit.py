@@ -24,10 +24,10 @@ worker that dies holding one entry adds one id to it, not every entry committed 
 entry is reclaimed (a million at 30k entries/s over `THOUGHTLINE_MIN_IDLE_MS`), and a commit's
 cost does not grow with the time it was held (`bench/committed.py`). Listing the entries that
 became pending below the new high mark costs one `XPENDING` range per commit, bounded by the
-entries in flight. The live script (`worker/live.py`) keeps the same record: above the high
-mark it lists the live entries it committed (plain ids, beside the `!` ones), and it reads the
-marks and the `!` list as this script does. (A record written by the earlier form, which listed
-committed ids, reads the same way: its ids stay until the low mark passes them.)
+entries in flight. The live script (`worker/live_scripts.py`) keeps the same record the same
+way: it moves both marks and lists the entries its high mark passes pending. (A record written
+by an earlier form, which listed committed ids, plain, reads the same way: its ids stay until
+the low mark passes them.)
 
 **Refused writes.** Redis refusing a write (an output key of the wrong type, `maxmemory`, a
 read-only replica during a failover, an ACL) is retried for as long as it lasts, and reported
@@ -102,8 +102,62 @@ end
 """
 """Stream id arithmetic for the scripts, exact for any id (Lua's numbers are doubles)."""
 
+COMMITTED_MARKS_LUA: Final = """
+-- The committed-ids record moved past a commit that acknowledged `highest` (the newest id)
+-- and listed as not committed, '!' and the id, the entries of `finished`: those now are.
+-- `low` and `high` are the marks the script read before its first write (nil if none).
+local function keep_marks(input, group, committed, low, high, highest, finished)
+  if #finished > 0 then  -- out of the list (re-scored, then dropped: the ACL grants no ZREM)
+    for _, member in ipairs(finished) do
+      redis.call('ZADD', committed, -3, member)
+    end
+    redis.call('ZREMRANGEBYSCORE', committed, -3, -3)
+  end
+  local summary = redis.call('XPENDING', input, group)
+  if high == nil or id_less(high, highest) then
+    -- The entries the high mark passes that are pending in some consumer: not committed.
+    -- (Members without '!' are committed ids a record of an earlier form listed: they say
+    -- committed, so they stay until the low mark passes them.) Nothing pending above the
+    -- old mark, the usual case, needs no range read.
+    local from = high or low
+    if summary[1] > 0 and (from == nil or id_less(from, summary[3])) then
+      local start = from and ('(' .. from) or '-'
+      local pending = redis.call('XPENDING', input, group, start, highest, summary[1])
+      local marks = {}
+      for _, item in ipairs(pending) do
+        marks[#marks + 1] = split_id(item[1])
+        marks[#marks + 1] = '!' .. item[1]
+        if #marks >= 1000 then
+          redis.call('ZADD', committed, unpack(marks))
+          marks = {}
+        end
+      end
+      if #marks > 0 then
+        redis.call('ZADD', committed, unpack(marks))
+      end
+    end
+    high = highest
+    redis.call('ZREMRANGEBYSCORE', committed, -2, -2)
+    redis.call('ZADD', committed, -2, '>' .. high)
+  end
+  -- Every entry below the oldest pending one is acknowledged: committed (or, if the group was
+  -- recreated, at or below the id it was recreated at). Nothing pending: up to the high mark.
+  local candidate = high
+  if summary[1] > 0 and id_less(summary[2], high) then
+    candidate = id_before(summary[2])
+  end
+  if low == nil or id_less(low, candidate) then
+    redis.call('ZREMRANGEBYSCORE', committed, -1, -1)
+    redis.call('ZADD', committed, -1, candidate)
+    redis.call('ZREMRANGEBYSCORE', committed, 0, '(' .. split_id(candidate))
+  end
+end
+"""
+"""How both commit scripts keep the committed-ids record (see the module's docstring)."""
+
 COMMIT_SCRIPT: Final = (
     STREAM_IDS_LUA
+    + COMMITTED_MARKS_LUA
     + """
 -- KEYS[1]: the input stream; KEYS[2]: the output stream; KEYS[3..n-1]: the other outputs;
 -- KEYS[n]: the committed ids. ARGV[1]: the group; then per entry its id and either
@@ -115,7 +169,7 @@ COMMIT_SCRIPT: Final = (
 -- to it is committed; that of score -2 the high mark ('>' and the newest id committed); the
 -- others, '!' and an id scored by its millisecond part, are entries between the marks NOT
 -- committed (pending when the high mark passed them). The prefix keeps them apart from the
--- ids the live script records as committed in the same set.
+-- committed ids an earlier form of the record listed.
 -- Nothing can fail once the first XACK has written (a script is not rolled back): the output
 -- keys' types are checked first, and the XACK comes before any write Redis may refuse at
 -- maxmemory (after a script's first write Redis lets the rest through).
@@ -177,50 +231,7 @@ while position <= #ARGV do
   results[#results + 1] = acknowledged
 end
 if highest then
-  if #finished > 0 then  -- out of the list (re-scored, then dropped: the ACL grants no ZREM)
-    for _, member in ipairs(finished) do
-      redis.call('ZADD', committed, -3, member)
-    end
-    redis.call('ZREMRANGEBYSCORE', committed, -3, -3)
-  end
-  local summary = redis.call('XPENDING', KEYS[1], group)
-  if high == nil or id_less(high, highest) then
-    -- The entries the high mark passes that are pending in some consumer: not committed.
-    -- (Members without '!' are ids the live script lists as committed, or a record of the
-    -- earlier form: they say committed, so they stay until the low mark passes them.)
-    local from = high or low
-    if summary[1] > 0 then
-      local start = from and ('(' .. from) or '-'
-      local pending = redis.call('XPENDING', KEYS[1], group, start, highest, summary[1])
-      local marks = {}
-      for _, item in ipairs(pending) do
-        marks[#marks + 1] = split_id(item[1])
-        marks[#marks + 1] = '!' .. item[1]
-        if #marks >= 1000 then
-          redis.call('ZADD', committed, unpack(marks))
-          marks = {}
-        end
-      end
-      if #marks > 0 then
-        redis.call('ZADD', committed, unpack(marks))
-      end
-    end
-    high = highest
-    redis.call('ZREMRANGEBYSCORE', committed, -2, -2)
-    redis.call('ZADD', committed, -2, '>' .. high)
-  end
-  -- Every entry below the oldest pending one is acknowledged: committed (or, if the group was
-  -- recreated, at or below the id it was recreated at). Nothing pending: up to the high mark.
-  local candidate = high
-  if summary[1] > 0 and id_less(summary[2], high) then
-    candidate = id_before(summary[2])
-  end
-  if low == nil or id_less(low, candidate) then
-    low = candidate
-    redis.call('ZREMRANGEBYSCORE', committed, -1, -1)
-    redis.call('ZADD', committed, -1, low)
-    redis.call('ZREMRANGEBYSCORE', committed, 0, '(' .. split_id(low))
-  end
+  keep_marks(KEYS[1], group, committed, low, high, highest, finished)
 end
 return results
 """

@@ -25,8 +25,9 @@ streams: a waiting chunk is no longer pending in the group.
 As in the batch commit (`worker/commit.py`), nothing is acknowledged whose output cannot be
 written: the script checks every key's type before its first write, its first write is the
 `XACK` (Redis refuses a script's writes at `maxmemory` only before its first one), and a
-refused script is retried for as long as the refusal lasts. The entries it acknowledges are
-added to the committed-ids record, so a lost consumer group republishes no live stream.
+refused script is retried for as long as the refusal lasts. It keeps the committed-ids record
+of the entries it acknowledges as the batch commit does, so a lost consumer group republishes
+no live stream and the record stays as small as the entries in flight.
 
 Only commands a worker's ACL already grants are used: a parked chunk is taken out by setting
 it empty, a closed stream leaves the open set by its score (-1) and the keys expire.
@@ -56,7 +57,7 @@ from thoughtline.live import (
     decode_state,
     encode_state,
 )
-from thoughtline.worker.commit import Committer, committed_key
+from thoughtline.worker.commit import Committer
 from thoughtline.worker.connections import RedisClient
 from thoughtline.worker.entries import DeliveredEntry, Fields, Outcome
 from thoughtline.worker.live_entries import (
@@ -64,8 +65,8 @@ from thoughtline.worker.live_entries import (
     LiveKeys,
     dead_fields,
     dead_outcome,
-    live_keys,
     read_entry,
+    stream_keys,
 )
 from thoughtline.worker.live_scripts import LIVE_SCRIPT, READ_SCRIPT, pack
 from thoughtline.worker.metrics import Metrics
@@ -144,6 +145,16 @@ class LiveHandler:
         self._script = client.register_script(LIVE_SCRIPT)
         self._read_script = client.register_script(READ_SCRIPT)
         self._dead_letters = Committer(client, settings)
+        self._partition = settings.keys()
+        self._script_keys = [
+            settings.input_stream,
+            settings.deltas_stream,
+            settings.output_stream,
+            settings.dead_stream,
+            self._partition.live_open_set,
+            self._partition.committed,
+        ]
+        """The keys every call of the live script starts with (each stream's follow)."""
         self.interval = min(max(settings.live_idle_ms / 4000, 0.05), 1.0)
         """How often `sweep` runs: parked chunks whose worker died wait about this long."""
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
@@ -196,7 +207,7 @@ class LiveHandler:
             if plan is None:
                 slow[stream] = entries
             else:
-                runs.append((stream, live_keys(self._settings, stream), plan))
+                runs.append((stream, self._keys(stream), plan))
         if not runs:
             return slow
         try:
@@ -242,6 +253,9 @@ class LiveHandler:
             self._drop_engine(stream)
             return None
         return plan
+
+    def _keys(self, stream: str) -> LiveKeys:
+        return stream_keys(self._partition, stream)
 
     @contextlib.asynccontextmanager
     async def _lock(self, stream: str) -> AsyncIterator[None]:
@@ -299,12 +313,16 @@ class LiveHandler:
     async def _stream(self, stream: str, entries: list[_Entry]) -> None:
         """Apply the entries of one stream (sorted by `seq`): each run of consecutive ones
         in one script call, the others parked; then the parked chunks that became next."""
-        keys = live_keys(self._settings, stream)
+        keys = self._keys(stream)
         waiting = list(entries)
         parked_next = False
         while waiting:
             loaded = await self._current(keys, stream, waiting[0].chunk.seq)
             plan = await self._plan(loaded, waiting)
+            if plan.engine is None and loaded.engine is not None:
+                # A park computes nothing: the engine just read is still the stream's, kept
+                # so that its next chunk here reads only what it misses (not the whole log).
+                self._keep(stream, loaded.engine)
             for entry, error in plan.dead:  # its step raised: dead-lettered, not applied
                 waiting.remove(entry)
                 outcome = dead_outcome(self._settings, entry.entry_id, entry.fields, error)
@@ -456,7 +474,7 @@ class LiveHandler:
             return await self._apply_parked(stream)
 
     async def _apply_parked(self, stream: str) -> int:
-        keys = live_keys(self._settings, stream)
+        keys = self._keys(stream)
         applied = 0
         while True:
             loaded = await self._load(keys, stream)
@@ -511,7 +529,7 @@ class LiveHandler:
         close streams idle past `THOUGHTLINE_LIVE_IDLE_MS`. Only streams without progress for
         an `interval` are looked at (a stream in progress has its parked chunks applied by the
         worker that applies their predecessor), the longest idle first."""
-        keys = live_keys(self._settings, "")
+        keys = self._keys("")
         now = _now_ms()
         members = await self._client.zrangebyscore(keys.open, 0, "+inf")
         self._metrics.set_live_open(keys.open, len(members))
@@ -526,7 +544,7 @@ class LiveHandler:
                     await self._close_idle(stream)
 
     async def _close_idle(self, stream: str) -> None:
-        keys = live_keys(self._settings, stream)
+        keys = self._keys(stream)
         loaded = await self._load(keys, stream)
         if loaded.closed:
             return
@@ -559,14 +577,7 @@ class LiveHandler:
             self._settings.live_ttl_seconds,
             _now_ms(),
         ]
-        script_keys = [
-            self._settings.input_stream,
-            self._settings.deltas_stream,
-            self._settings.output_stream,
-            self._settings.dead_stream,
-            live_keys(self._settings, "").open,
-            committed_key(self._settings),
-        ]
+        script_keys = list(self._script_keys)
         for keys, stream, plans in runs:
             arguments += [stream, len(plans)]
             for plan in plans:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Final, NamedTuple
 
 from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.partitions import PartitionKeys
 from thoughtline.streams.live import LiveChunk, check_chunk
 from thoughtline.worker.entries import Fields, Outcome, Output
 from thoughtline.worker.settings import Settings
@@ -25,7 +26,11 @@ class LiveKeys(NamedTuple):
 
 
 def live_keys(settings: Settings, stream: str) -> LiveKeys:
-    keys = settings.keys()
+    return stream_keys(settings.keys(), stream)
+
+
+def stream_keys(keys: PartitionKeys, stream: str) -> LiveKeys:
+    """`live_keys` from the partition's keys (a handler reads them once, not per chunk)."""
     return LiveKeys(
         keys.live_state(stream), keys.live_parked(stream), keys.live_open_set, keys.live_log(stream)
     )

@@ -20,10 +20,11 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from thoughtline.worker.commit import STREAM_IDS_LUA
+from thoughtline.worker.commit import COMMITTED_MARKS_LUA, STREAM_IDS_LUA
 
 LIVE_SCRIPT: Final = (
     STREAM_IDS_LUA
+    + COMMITTED_MARKS_LUA
     + """
 -- KEYS: 1 input stream, 2 deltas, 3 output, 4 dead letters, 5 open streams (zset), 6 committed
 -- ids (zset), then per live stream three: its state hash, parked hash, log hash.
@@ -53,14 +54,16 @@ local group, ttl, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local open_key, committed = KEYS[5], KEYS[6]
 -- The committed-ids record is the batch commit's (worker/commit.py): a low mark (score -1),
 -- a high mark (score -2, '>' and an id), and between them the ids NOT committed ('!' and the
--- id). Above the high mark this script lists the live entries it commits (plain ids).
+-- id). This script moves the marks as the batch commit does, so the record stays as small as
+-- the entries in flight however long one is held. (Plain ids, which an earlier form of this
+-- script listed above the high mark as committed, are still read as committed.)
 local low = redis.call('ZRANGEBYSCORE', committed, -1, -1, 'LIMIT', 0, 1)[1]
 local high = redis.call('ZRANGEBYSCORE', committed, -2, -2, 'LIMIT', 0, 1)[1]
 if high then
   high = string.sub(high, 2)
 end
 local marked = #redis.call('ZRANGEBYSCORE', committed, 0, '+inf', 'LIMIT', 0, 1) > 0
-local added, finished, highest = {}, {}, nil
+local finished, highest = {}, nil
 local function acknowledge(entry_id)  -- 1 now, 0 not pending, 2 committed before group loss
   if redis.call('XACK', KEYS[1], group, entry_id) == 0 then
     return 0
@@ -81,7 +84,6 @@ local function acknowledge(entry_id)  -- 1 now, 0 not pending, 2 committed befor
   if marked and redis.call('ZSCORE', committed, entry_id) then
     return 2
   end
-  added[#added + 1] = entry_id
   return 1
 end
 local all_results = {}
@@ -193,29 +195,8 @@ while position <= #ARGV do
   results[#results + 1] = (now_at[2] ~= '1' and waiting and waiting ~= '') and 1 or 0
   all_results[#all_results + 1] = results
 end
-if #finished > 0 then  -- out of the list (re-scored, then dropped: the ACL grants no ZREM)
-  for _, member in ipairs(finished) do
-    redis.call('ZADD', committed, -3, member)
-  end
-  redis.call('ZREMRANGEBYSCORE', committed, -3, -3)
-end
 if highest then  -- the committed-ids record, kept as the batch commit keeps it
-  local summary = redis.call('XPENDING', KEYS[1], group)
-  local candidate = highest
-  if summary[1] > 0 then
-    candidate = id_before(summary[2])
-  end
-  if low == nil or id_less(low, candidate) then
-    low = candidate
-    redis.call('ZREMRANGEBYSCORE', committed, -1, -1)
-    redis.call('ZADD', committed, -1, low)
-    redis.call('ZREMRANGEBYSCORE', committed, 0, '(' .. split_id(low))
-  end
-  for _, entry_id in ipairs(added) do
-    if id_less(low, entry_id) then
-      redis.call('ZADD', committed, split_id(entry_id), entry_id)
-    end
-  end
+  keep_marks(KEYS[1], group, committed, low, high, highest, finished)
 end
 return all_results
 """
@@ -241,25 +222,38 @@ return result
 def pack(value: object) -> bytes:
     """`value` (bytes, str, lists of them) as msgpack for the script's `cmsgpack.unpack`: bytes
     as msgpack strings (the script's msgpack reads no `bin` type; its strings are bytes)."""
+    parts: list[bytes] = []
+    _pack_into(value, parts)
+    return b"".join(parts)
+
+
+_SHORT_STRINGS: Final = [bytes([0xA0 | size]) for size in range(32)]
+_SHORT_ARRAYS: Final = [bytes([0x90 | size]) for size in range(16)]
+
+
+def _pack_into(value: object, parts: list[bytes]) -> None:
+    """Appends `value`'s msgpack to `parts` (one join at the end, no copy per level)."""
+    if isinstance(value, list):
+        size = len(value)
+        if size < 16:
+            parts.append(_SHORT_ARRAYS[size])
+        elif size < 65536:
+            parts.append(b"\xdc" + struct.pack(">H", size))
+        else:
+            parts.append(b"\xdd" + struct.pack(">I", size))
+        for item in value:
+            _pack_into(item, parts)
+        return
     if isinstance(value, str):
         value = value.encode()
-    if isinstance(value, bytes):
-        size = len(value)
-        if size < 32:
-            header = bytes([0xA0 | size])
-        elif size < 256:
-            header = b"\xd9" + bytes([size])
-        elif size < 65536:
-            header = b"\xda" + struct.pack(">H", size)
-        else:
-            header = b"\xdb" + struct.pack(">I", size)
-        return header + value
-    assert isinstance(value, list)
+    assert isinstance(value, bytes)
     size = len(value)
-    if size < 16:
-        header = bytes([0x90 | size])
+    if size < 32:
+        parts.append(_SHORT_STRINGS[size])
+    elif size < 256:
+        parts.append(b"\xd9" + bytes([size]))
     elif size < 65536:
-        header = b"\xdc" + struct.pack(">H", size)
+        parts.append(b"\xda" + struct.pack(">H", size))
     else:
-        header = b"\xdd" + struct.pack(">I", size)
-    return header + b"".join(pack(item) for item in value)
+        parts.append(b"\xdb" + struct.pack(">I", size))
+    parts.append(value)
