@@ -46,8 +46,11 @@ class Receiver:
 
 
 @contextmanager
-def running_receiver() -> Iterator[Receiver]:
-    receiver = Receiver()
+def running_receiver(kept: Receiver | None = None, port: int = 0) -> Iterator[Receiver]:
+    """A receiver served on `port` (any free one by default) until the block ends, when its
+    socket is closed and connections are refused; pass the receiver (`kept`) and its port again
+    to bring it back, as a collector restarts, with the spans it already kept."""
+    receiver = kept if kept is not None else Receiver()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -78,7 +81,7 @@ def running_receiver() -> Iterator[Receiver]:
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the tests read the receiver, not its log."""
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     receiver.endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
