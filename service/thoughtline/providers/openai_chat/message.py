@@ -152,6 +152,19 @@ class MessageAssembler:
                 self.others[key] = raw  # the merged list replaces it; kept when none came
         return added
 
+    def add_more_content(self, text: str) -> list[Added] | None:
+        """`add({"content": <text>})` for a non-empty string fragment that follows an earlier
+        non-empty string `content` (the usual chunk of a streamed answer), without its raw
+        JSON: past the first fragment the merged string is re-encoded anyway. None, having
+        changed nothing, when that does not hold (then `add` the delta)."""
+        field = self.strings.get("content")
+        if not text or self.content_is_list or field is None or field.fragments in ([], [""]):
+            return None
+        field.fragments.append(text)
+        field.raw = None
+        self.content_fragments.append(text)
+        return [Added("content", len(self.content_fragments) - 1, text)]
+
     def message(self) -> msgspec.Raw:
         """The merged message."""
         result: dict[str, Any] = {}
