@@ -18,7 +18,7 @@ from thoughtline.worker.connections import keep_repeated_fields
 from thoughtline.worker.entries import DeliveredEntry, process
 from thoughtline.worker.group import ensure_group
 from thoughtline.worker.metrics import Metrics
-from thoughtline.worker.reclaim import Handle, Reclaimer, claim
+from thoughtline.worker.reclaim import Handle, IdleEntry, Reclaimer, claim, claim_groups
 from thoughtline.worker.settings import Settings
 
 pytestmark = pytest.mark.redis
@@ -157,3 +157,20 @@ async def test_nothing_is_claimed_while_writes_are_refused(
     assert await reclaimer.reclaim_once() == 0
     assert await claims_made(aclient) == before
     assert batches == []
+
+
+@pytest.mark.parametrize(
+    ("max_deliveries", "expected"),
+    [
+        (5, [[b"1-0", b"3-0"], [b"2-0"]]),
+        (3, [[b"1-0", b"3-0"], [b"2-0"]]),
+        # a shared claim that dies would leave no delivery for a claim of its own
+        (2, [[b"1-0"], [b"2-0"], [b"3-0"]]),
+        (1, [[b"1-0"], [b"2-0"], [b"3-0"]]),
+    ],
+)
+def test_entries_share_a_claim_only_while_a_claim_of_their_own_would_still_be_allowed(
+    max_deliveries: int, expected: list[list[bytes]]
+) -> None:
+    idle = [IdleEntry(b"1-0", 1), IdleEntry(b"2-0", 2), IdleEntry(b"3-0", 1)]
+    assert claim_groups(idle, max_deliveries) == expected

@@ -106,7 +106,9 @@ class Reclaimer:
         total = 0
         while True:
             idle = await idle_pending(self._client, self._settings, start, self.page_size)
-            for entry_ids in claim_groups(idle):  # each group committed before the next claim
+            for entry_ids in claim_groups(
+                idle, self._settings.max_deliveries
+            ):  # each group committed before the next claim
                 entries = await claim(self._client, self._settings, self._consumer, entry_ids)
                 if entries:
                     self._metrics.reclaimed.inc(len(entries))
@@ -146,13 +148,19 @@ async def idle_pending(
     return [IdleEntry(item["message_id"], int(item["times_delivered"])) for item in pending]
 
 
-def claim_groups(idle: Sequence[IdleEntry]) -> list[list[bytes]]:
+def claim_groups(idle: Sequence[IdleEntry], max_deliveries: int) -> list[list[bytes]]:
     """The claims to make, in turn: the entries delivered once only together, then every
     other one alone (one of them may be an entry that kills whoever reads it, and a claim
-    counts a delivery for every entry it takes)."""
-    once = [entry.entry_id for entry in idle if entry.delivery_count <= 1]
-    again = [[entry.entry_id] for entry in idle if entry.delivery_count > 1]
-    return ([once] if once else []) + again
+    counts a delivery for every entry it takes).
+
+    An entry goes into the shared claim only when, should that claim die with a poison pill,
+    a claim of its own still leaves it within `max_deliveries` (delivered once, the shared
+    claim makes two, its own claim three): with `THOUGHTLINE_MAX_DELIVERIES` below 3 every
+    entry is claimed alone, so an innocent neighbour never ends as a dead letter."""
+    pageable = max_deliveries >= 3
+    once = [entry.entry_id for entry in idle if pageable and entry.delivery_count <= 1]
+    alone = [[entry.entry_id] for entry in idle if not pageable or entry.delivery_count > 1]
+    return ([once] if once else []) + alone
 
 
 async def claim(
