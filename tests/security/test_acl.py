@@ -105,10 +105,10 @@ def test_the_documented_acl_is_enough_and_each_command_is_used(
 def test_a_command_missing_from_the_acl_shows_as_a_denial(
     server: RedisServer, tmp_path: Path
 ) -> None:
-    """The check above can fail: without XAUTOCLAIM the reclaimer is refused, and it shows."""
+    """The check above can fail: without XCLAIM the reclaimer is refused, and it shows."""
     admin = redis.Redis.from_url(server.url)
     rules = [rule.replace(">CHANGE-ME", f">{PASSWORD}") for rule in documented_rules()]
-    admin.execute_command("ACL", "SETUSER", USER, *[r for r in rules if r != "+xautoclaim"])
+    admin.execute_command("ACL", "SETUSER", USER, *[r for r in rules if r != "+xclaim"])
     url = server.url.replace("redis://", f"redis://{USER}:{PASSWORD}@")
     settings = load_settings(redis_url=url, min_idle_ms=300, block_ms=100, metrics_port=0)
     _leave_entries_to_reclaim(admin, settings)
@@ -118,7 +118,7 @@ def test_a_command_missing_from_the_acl_shows_as_a_denial(
         _wait_for(lambda: bool(admin.acl_log()), fleet)
     finally:
         fleet.kill_all()
-    assert any(entry["object"] == "xautoclaim" for entry in admin.acl_log())
+    assert any(entry["object"] == "xclaim" for entry in admin.acl_log())
     admin.close()
 
 

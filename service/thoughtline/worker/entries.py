@@ -55,7 +55,7 @@ class RepeatedFields(dict[bytes, bytes]):
 
 
 class DeliveredEntry(NamedTuple):
-    """An entry as the worker read it (`XREADGROUP`) or claimed it (`XAUTOCLAIM`)."""
+    """An entry as the worker read it (`XREADGROUP`) or claimed it (`XCLAIM`)."""
 
     entry_id: bytes
     fields: Fields

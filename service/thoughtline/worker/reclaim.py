@@ -1,11 +1,18 @@
-"""Taking over the entries of dead consumers (`claim_idle`) and the loop that does it.
+"""Taking over the entries of dead consumers, in pages, and the loop that does it.
 
 A worker that dies (SIGKILL, out of memory, a lost node) leaves its entries pending in the
-group. Every worker runs a `Reclaimer`: past `THOUGHTLINE_MIN_IDLE_MS` it claims them
-(`XAUTOCLAIM`), one at a time, and finishes each through the same path as a fresh batch
-(normalize, then the atomic commit). If the group is gone (Redis came back empty, or the
-group was deleted), the reclaimer notices (`NOGROUP`) and has it created again, at 0 or, when
-entries were retained, where the committed ones end (`thoughtline.worker.group`).
+group. Every worker runs a `Reclaimer`: past `THOUGHTLINE_MIN_IDLE_MS` it lists the idle pending
+entries with their delivery counts (`XPENDING ... IDLE`, a page at a time), claims them
+(`XCLAIM`) and finishes them through the same path as a fresh batch (normalize, then the atomic
+commit). A claim counts a delivery, so an entry that kills every worker reading it (a poison
+pill) must not drag the entries claimed with it to `THOUGHTLINE_MAX_DELIVERIES`: the entries
+delivered once only (a worker died once holding them, most likely for another entry's sake)
+are claimed and committed together, one claim per page; an entry delivered more than once is
+claimed and committed alone. A poison pill's neighbours thus get one extra delivery at most,
+and the pill itself, claimed alone from its second delivery on, ends as the only dead letter.
+If the group is gone (Redis came back empty, or the group was deleted), the reclaimer notices
+(`NOGROUP`) and has it created again, at 0 or, when entries were retained, where the committed
+ones end (`thoughtline.worker.group`).
 
 While Redis refuses writes (`check_writes`), nothing is claimed: a claim counts a delivery,
 and the commit would be refused too, so claiming would only bring entries nearer to
@@ -33,6 +40,8 @@ Handle = Callable[[Sequence[DeliveredEntry]], Awaitable[Any]]
 WritesCheck = Callable[[], Awaitable[str | None]]
 """Why Redis refuses commits now, or None (`thoughtline.worker.commit.Committer.check`)."""
 MAX_DELAY_SECONDS = 5.0
+RECLAIM_PAGE = 200
+"""A killed worker's batch (`THOUGHTLINE_BATCH_SIZE`, 200 by default) in one claim."""
 WRITES_PROBLEM = "writes"
 """The `/readyz` problem this module reports (`Metrics.readiness`)."""
 
@@ -57,6 +66,8 @@ class Reclaimer:
         """Set by the worker: claiming waits while this reports a refusal."""
         self.readiness = metrics.readiness
         """Where a refusal is reported for `/readyz` (the partition's, with several)."""
+        self.page_size = RECLAIM_PAGE
+        """Idle entries listed, and at most claimed together, per `XPENDING`."""
 
     async def run(self, keep_going: Callable[[], bool]) -> None:
         """Reclaim every `interval` until `keep_going()` is false; Redis errors are retried."""
@@ -91,15 +102,17 @@ class Reclaimer:
             if refusal is not None:
                 logger.debug("reclaimer: not claiming while %s", refusal)
                 return 0
-        cursor = b"0-0"
+        start = b"-"
         total = 0
-        while True:  # one at a time, each committed before the next is claimed (see claim_idle)
-            cursor, entries = await claim_idle(self._client, self._settings, self._consumer, cursor)
-            if entries:
-                self._metrics.reclaimed.inc(len(entries))
-                total += len(entries)
-                await self._handle(entries)
-            if cursor == b"0-0":
+        while True:
+            idle = await idle_pending(self._client, self._settings, start, self.page_size)
+            for entry_ids in claim_groups(idle):  # each group committed before the next claim
+                entries = await claim(self._client, self._settings, self._consumer, entry_ids)
+                if entries:
+                    self._metrics.reclaimed.inc(len(entries))
+                    total += len(entries)
+                    await self._handle(entries)
+            if len(idle) < self.page_size:
                 if total:
                     logger.info(
                         "reclaimed %d entries idle for %d ms or more",
@@ -107,40 +120,62 @@ class Reclaimer:
                         self._settings.min_idle_ms,
                     )
                 return total
+            start = b"(" + idle[-1].entry_id
 
 
-class ClaimedPage(NamedTuple):
-    """One `XAUTOCLAIM` page: where the next starts, and the entries it claimed."""
+class IdleEntry(NamedTuple):
+    """A pending entry idle past `min_idle_ms`, as `XPENDING` lists it."""
 
-    next_cursor: bytes
-    """`0-0` when the scan is through the pending entries."""
-    entries: list[DeliveredEntry]
+    entry_id: bytes
+    delivery_count: int
+    """How many times it was delivered so far (the claim will count one more)."""
 
 
-async def claim_idle(
-    client: RedisClient, settings: Settings, consumer: str, cursor: bytes, count: int = 1
-) -> ClaimedPage:
-    """One `XAUTOCLAIM` page, each entry with the times it was delivered.
+async def idle_pending(
+    client: RedisClient, settings: Settings, start: bytes, count: int
+) -> list[IdleEntry]:
+    """Up to `count` pending entries from `start` on, idle past `min_idle_ms`, any consumer's."""
+    pending: Any = await client.xpending_range(
+        settings.input_stream,
+        settings.group,
+        min=start,
+        max=b"+",
+        count=count,
+        idle=settings.min_idle_ms,
+    )
+    return [IdleEntry(item["message_id"], int(item["times_delivered"])) for item in pending]
 
-    The delivery counts come from `XPENDING` right after the claim (which counted itself).
-    The worker claims one entry at a time: a claim counts a delivery, so an entry that kills
-    every worker reading it would otherwise drag its whole claimed page to the dead letters.
+
+def claim_groups(idle: Sequence[IdleEntry]) -> list[list[bytes]]:
+    """The claims to make, in turn: the entries delivered once only together, then every
+    other one alone (one of them may be an entry that kills whoever reads it, and a claim
+    counts a delivery for every entry it takes)."""
+    once = [entry.entry_id for entry in idle if entry.delivery_count <= 1]
+    again = [[entry.entry_id] for entry in idle if entry.delivery_count > 1]
+    return ([once] if once else []) + again
+
+
+async def claim(
+    client: RedisClient, settings: Settings, consumer: str, entry_ids: Sequence[bytes]
+) -> list[DeliveredEntry]:
+    """Claim `entry_ids` (one `XCLAIM`), each with the times it was delivered.
+
+    Only the entries still idle past `min_idle_ms` are taken: one another worker claimed
+    meanwhile is left to it. The delivery counts come from `XPENDING` right after the claim
+    (which counted itself).
     """
-    response = await client.xautoclaim(
+    response: Any = await client.xclaim(
         settings.input_stream,
         settings.group,
         consumer,
         min_idle_time=settings.min_idle_ms,
-        start_id=cursor,
-        count=count,
+        message_ids=list(entry_ids),
     )
-    next_cursor: bytes
-    next_cursor, page, *_deleted_ids = response  # Redis 7 adds the ids it dropped as deleted
-    claimed = [(entry_id, fields) for entry_id, fields in page if entry_id is not None]
-    if len(claimed) < len(page):  # Redis 6.2: nil for an entry deleted from the stream
-        await _acknowledge_deleted(client, settings, consumer, cursor, next_cursor, count)
+    claimed = [(entry_id, fields) for entry_id, fields in response if entry_id is not None]
+    if len(claimed) < len(response):  # Redis 6.2: nil for an entry deleted from the stream
+        await _acknowledge_deleted(client, settings, entry_ids, {i for i, _ in claimed})
     if not claimed:
-        return ClaimedPage(next_cursor, [])
+        return []
     async with client.pipeline(transaction=False) as pipeline:
         for entry_id, _ in claimed:
             pipeline.xpending_range(
@@ -151,33 +186,22 @@ async def claim_idle(
     for (entry_id, fields), pending in zip(claimed, pending_lists, strict=True):
         times_delivered = int(pending[0]["times_delivered"]) if pending else 1
         entries.append(DeliveredEntry(entry_id, fields, times_delivered))
-    return ClaimedPage(next_cursor, entries)
+    return entries
 
 
 async def _acknowledge_deleted(
     client: RedisClient,
     settings: Settings,
-    consumer: str,
-    start: bytes,
-    next_cursor: bytes,
-    count: int,
+    requested: Sequence[bytes],
+    returned: set[bytes],
 ) -> None:
-    """Acknowledge the entries Redis 6.2's XAUTOCLAIM just claimed as nil (deleted from the
+    """Acknowledge the entries Redis 6.2's XCLAIM just claimed as nil (deleted from the
     stream: nothing can process them, and Redis 7 drops them from the pending list itself).
 
-    Redis 6.2 does not say which ids they were: they are this consumer's pending entries in the
-    claimed range that the stream no longer holds.
+    Redis 6.2 does not say which ids they were: they are the requested ids it did not return
+    that the stream no longer holds.
     """
-    end = b"+" if next_cursor == b"0-0" else b"(" + next_cursor
-    pending = await client.xpending_range(
-        settings.input_stream,
-        settings.group,
-        min=start,
-        max=end,
-        count=count + 1000,
-        consumername=consumer,
-    )
-    ids = [item["message_id"] for item in pending]
+    ids = [entry_id for entry_id in requested if entry_id not in returned]
     if not ids:
         return
     async with client.pipeline(transaction=False) as pipeline:
