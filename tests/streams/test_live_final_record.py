@@ -204,3 +204,41 @@ def test_generated_chat_chunks_read_the_same_from_the_live_assembly(
         payloads.append(b"data: [DONE]\n\n")
     _, reader = _end(payloads, format, how=how, hop_at=len(payloads) // 2)
     assert reader.reads == 1
+
+
+class _FailingOnce:
+    """A format's row whose stream run fails part way through its second chunk, once."""
+
+    def __init__(self, format: str) -> None:
+        self.row = format_named(format)
+        self.failed = False
+
+    def start_stream(self) -> Any:
+        run = self.row.start_stream()
+        feed = run.feed
+
+        def failing(chunk: Chunk) -> None:
+            if chunk.position == 1 and not self.failed:
+                self.failed = True
+                raise RuntimeError("the assembler failed part way")
+            feed(chunk)
+
+        run.feed = failing  # type: ignore[method-assign]
+        return run
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.row, name)
+
+
+def test_an_engine_whose_assembly_failed_part_way_reads_the_record_again() -> None:
+    values = [{"choices": [{"index": 0, "delta": {"content": word}}]} for word in "ab"]
+    payloads = [json.dumps(value).encode() for value in values]
+    reader = _BothReadings()
+    engine = LiveEngine(first_state(LiveChunk("s", 0, "openai_chat", payloads[0])),
+                        _FailingOnce("openai_chat"), reader)  # fmt: skip
+    engine.apply(LiveChunk("s", 0, "openai_chat", payloads[0]))
+    with pytest.raises(RuntimeError):
+        engine.apply(LiveChunk("s", 1, "openai_chat", payloads[1]))
+    step = engine.close()  # the chunk it failed on is one of the stream's chunks
+    assert step.record is not None and step.record.content == "ab"
+    assert (reader.reads, reader.short_taken) == (1, 0)
