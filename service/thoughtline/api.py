@@ -125,12 +125,18 @@ def read_chunks(
     record_id: str | None,
     meta: msgspec.Raw | None,
     explained: list[VisibleTextReading] | None = None,
+    assembled: Assembly | None = None,
 ) -> tuple[Record, Assembly]:
     """The record of a stream's chunks, already framed (a recording's, or a live stream's
-    collected one by one): detect, then the row's assembler and body reader."""
+    collected one by one): detect, then the row's assembler and body reader. `assembled`: the
+    chunks already assembled by the stream run of `format`'s row (a live stream's own run,
+    finished with `done_marker`); read instead of assembling them again when the stream is
+    read as `format` (detection still decides that, and whether the chunks are recognised)."""
     if not chunks:
         raise NormalizeError("empty", "recorded stream holds no chunks")
     chosen, recognised = stream_format(chunks, format)
+    if chosen != format:  # read by another row than the one that assembled them
+        assembled = None
     return stream_engine.read_chunks(
         chunks,
         done_marker,
@@ -139,6 +145,7 @@ def read_chunks(
         record_id=record_id,
         meta=meta,
         explained=explained,
+        assembled=assembled,
     )
 
 

@@ -18,8 +18,9 @@ to date (`catch_up`) by feeding it the log elements it has not seen, exactly as 
 applied, so the same chunks give the same deltas whichever worker applies them. A step's work
 is the chunk's own (plus whatever the engine missed): it does not grow with the stream. At the
 end the record is read from the logged chunks by the same path as a recorded stream
-(`reading.read_chunks`), so it is byte for byte the record of those chunks recorded as one
-stream.
+(`reading.read_chunks`: detection, then the body reader), so it is byte for byte the record of
+those chunks recorded as one stream; the assembly it reads is the engine's own run, finished
+(the format's run fed the same chunks in the same order), not a second assembly of them all.
 
 What a consumer sees (the deltas):
 
@@ -165,6 +166,7 @@ class ChunkReader(Protocol):
         *,
         record_id: str | None,
         meta: msgspec.Raw | None,
+        assembled: Assembly | None = ...,
     ) -> tuple[Record, Assembly]: ...
 
 
@@ -369,6 +371,9 @@ class LiveEngine:
         self.native_seen = False
         self.size = 0
         """Bytes of chunk data held (for a worker's bound on kept engines)."""
+        self.run_whole = True
+        """Every chunk was fed to `run` in full (a feed that failed part way clears it): its
+        finished assembly is then the recorded stream's, and the record is read from it."""
 
     def fits(self, state: LiveState) -> bool:
         """Whether this engine is of `state`'s stream and not ahead of it."""
@@ -437,11 +442,13 @@ class LiveEngine:
         self, found: Sequence[tuple[str | None, bytes]], *, done: bool, final: bool, seq: int
     ) -> _Output:
         first = len(self.chunks)
+        whole, self.run_whole = self.run_whole, False
         for event, data in found:
             chunk = Chunk(len(self.chunks), event, data)
             self.chunks.append(chunk)
             self.run.feed(chunk)
             self.size += len(data)
+        self.run_whole = whole
         self.done_marker = self.done_marker or done
         self.position += 1
         pieces = self.run.pieces_since(first)
@@ -600,18 +607,27 @@ class LiveEngine:
         delta.accumulated_text = "".join(self.text.shown)
         delta.accumulated_thinking = "".join(self.thinking.shown)
         try:
-            record, _ = self.read(
-                self.chunks,
-                self.done_marker,
-                self.state.format,
-                record_id=self.state.id,
-                meta=meta_object(self.state.meta),
-            )
+            record = self._record()
         except NormalizeError as error:
             return LiveStep(self.state, delta, None, error, logged, output.revision)
         delta.usage = record.usage
         delta.detections = record.detections
         return LiveStep(self.state, delta, record, None, logged, output.revision)
+
+    def _record(self) -> Record:
+        """The record of the chunks, read as a recorded stream's: from the assembly `run`
+        built chunk by chunk (the same row's run fed the same chunks in the same order gives
+        the same assembly), or, if a feed failed part way, by assembling them all again."""
+        assembled = self.run.finish(self.done_marker) if self.run_whole and self.chunks else None
+        record, _ = self.read(
+            self.chunks,
+            self.done_marker,
+            self.state.format,
+            record_id=self.state.id,
+            meta=meta_object(self.state.meta),
+            assembled=assembled,
+        )
+        return record
 
 
 class _ThinkingCombiner:

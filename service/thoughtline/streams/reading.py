@@ -50,12 +50,15 @@ def read_chunks(
     record_id: str | None,
     meta: msgspec.Raw | None,
     explained: list[VisibleTextReading] | None = None,
+    assembled: Assembly | None = None,
 ) -> tuple[Record, Assembly]:
     """The record of a recorded stream's chunks, assembled and read by `row`'s code.
     `recognised`: whether detection saw any chunk that is a stream event at all (else a
     stream with no error event is refused: its record would be made up). `explained`: as
-    for the body reader, which reads the body the chunks were assembled into."""
-    assembly = row.assemble_stream(chunks, done_marker)
+    for the body reader, which reads the body the chunks were assembled into. `assembled`:
+    the chunks' assembly by `row`'s stream run, finished with `done_marker` (a live stream's
+    own), read instead of assembling the chunks again."""
+    assembly = assembled if assembled is not None else row.assemble_stream(chunks, done_marker)
     invalid = sum(1 for found in assembly.detections if found.code == "invalid_chunk")
     if invalid == len(chunks):
         raise NormalizeError("not_json", "no chunk of the recorded stream is valid JSON")
