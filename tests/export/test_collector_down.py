@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -167,13 +167,6 @@ def wait_until(condition: Callable[[], bool], seconds: float, step: float = 0.2)
             return
         time.sleep(step)
     raise AssertionError(f"the condition did not hold within {seconds} s")
-
-
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(redis_url)
-    yield connection
-    connection.close()
 
 
 def test_a_collector_down_for_30_s_under_load_loses_nothing_and_holds_one_batch(

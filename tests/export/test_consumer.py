@@ -5,14 +5,14 @@ once it accepts again, every record exported; work shared and taken over between
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 import pytest
 import redis
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from tests.export.receiver import Receiver, attributes, plain, running_receiver
+from tests.export.receiver import Receiver, attributes, plain
 from thoughtline.contract.record import Record, encode
 from thoughtline.export import otlp
 from thoughtline.export.consumer import ExportSettings, OtlpExport
@@ -22,19 +22,6 @@ pytestmark = pytest.mark.redis
 
 BATCH = 8
 FAST = {"block_ms": 20, "retry_pauses_seconds": (0.01, 0.02)}
-
-
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(redis_url)
-    yield connection
-    connection.close()
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
-        yield running
 
 
 @pytest.fixture

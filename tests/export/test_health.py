@@ -11,13 +11,12 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
 import redis
 
 import thoughtline.client
-from tests.export.receiver import Receiver, running_receiver
+from tests.export.receiver import Receiver
 from tests.export.test_consumer import BATCH, consumer, publish, wait_until
 from thoughtline.cli.commands import build_parser
 from thoughtline.cli.export import DEFAULT_EXPORT_PORT
@@ -32,12 +31,6 @@ def get(port: int, path: str) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
-        yield running
 
 
 @pytest.mark.redis

@@ -8,13 +8,12 @@ three partitions all go out."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 import redis
 
 import thoughtline.client
-from tests.export.receiver import Receiver, running_receiver
+from tests.export.receiver import Receiver
 from tests.export.test_consumer import (
     BATCH,
     consumer,
@@ -33,19 +32,6 @@ from thoughtline.worker.settings import Settings
 pytestmark = pytest.mark.redis
 
 GROUP = "thoughtline-otlp"
-
-
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(redis_url)
-    yield connection
-    connection.close()
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
-        yield running
 
 
 @pytest.fixture

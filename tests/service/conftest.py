@@ -32,3 +32,16 @@ def client(redis_url: str) -> Iterator[redis.Redis]:
     connection = redis.Redis.from_url(redis_url)
     yield connection
     connection.close()
+
+
+@pytest.fixture
+def partitioned(
+    redis_url: str, stream_names: dict[str, str], client: redis.Redis
+) -> Iterator[Settings]:
+    """Settings of three partitions under the test's own tag; their keys deleted after."""
+    settings = Settings(
+        redis_url=redis_url, metrics_port=0, block_ms=50, partitions=3, **stream_names
+    )
+    yield settings
+    for key in client.scan_iter(match=f"{{{settings.base_names().tag}*"):
+        client.delete(key)

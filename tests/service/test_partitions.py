@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -91,19 +90,6 @@ def test_layouts_field_is_parsed_defensively() -> None:
     assert parse_layouts(b"3,6") == [3, 6]
     assert parse_layouts("6, 3,6,x,0,9999") == [3, 6]
     assert parse_layouts(None) == []
-
-
-@pytest.fixture
-def partitioned(
-    redis_url: str, stream_names: dict[str, str], client: redis.Redis
-) -> Iterator[Settings]:
-    settings = Settings(
-        redis_url=redis_url, metrics_port=0, block_ms=50, partitions=3, **stream_names
-    )
-    yield settings
-    tag = settings.base_names().tag
-    for key in client.scan_iter(match=f"{{{tag}*"):
-        client.delete(key)
 
 
 def _outputs(client: redis.Redis, settings: Settings, count: int) -> dict[str, list[str]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,18 +59,6 @@ def run_partitions(*arguments: str, cwd: Path | None = None, **variables: str) -
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("loaded:"), result.stderr
     return result, [name for name in last.removeprefix("loaded:").split(",") if name]
-
-
-@pytest.fixture
-def partitioned(
-    redis_url: str, stream_names: dict[str, str], client: redis.Redis
-) -> Iterator[Settings]:
-    settings = Settings(
-        redis_url=redis_url, metrics_port=0, block_ms=50, partitions=3, **stream_names
-    )
-    yield settings
-    for key in client.scan_iter(match=f"{{{settings.base_names().tag}*"):
-        client.delete(key)
 
 
 def _variables(settings: Settings) -> dict[str, str]:
