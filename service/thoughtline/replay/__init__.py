@@ -8,6 +8,11 @@ must go back exactly where the provider requires it.
     rebuild_foreign_content(c, author) another agent's turn as context, thought flags kept
 
 Request bodies (`kind=request` entries) are checked in `thoughtline.inspection`.
+
+This package's names are its public face, and stand with the API: `convert_contents` is the
+API's (it looks up the rows whose code reads Gemini's `contents` and writes the target's
+items) and `rebuild_foreign_content` is Gemini's (`providers/gemini/contents.py`); the modules
+of the package are the format-agnostic engines, handed what they need.
 """
 
 from __future__ import annotations
@@ -16,12 +21,9 @@ import importlib
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from thoughtline.replay.contents import (
-        ConversionTarget,
-        ConvertedHistory,
-        convert_contents,
-        rebuild_foreign_content,
-    )
+    from thoughtline.api import ConversionTarget, convert_contents
+    from thoughtline.providers.gemini.contents import rebuild_foreign_content
+    from thoughtline.replay.contents import ConvertedHistory
     from thoughtline.replay.history import (
         History,
         ReplayNote,
@@ -32,10 +34,10 @@ if TYPE_CHECKING:
     from thoughtline.replay.records import read_records
 
 _LOADED_ON_FIRST_USE: Final = {
-    "ConversionTarget": "thoughtline.replay.contents",
+    "ConversionTarget": "thoughtline.api",
     "ConvertedHistory": "thoughtline.replay.contents",
-    "convert_contents": "thoughtline.replay.contents",
-    "rebuild_foreign_content": "thoughtline.replay.contents",
+    "convert_contents": "thoughtline.api",
+    "rebuild_foreign_content": "thoughtline.providers.gemini.contents",
     "History": "thoughtline.replay.history",
     "ReplayNote": "thoughtline.replay.history",
     "ReplayTurn": "thoughtline.replay.history",
