@@ -9,10 +9,11 @@ must go back exactly where the provider requires it.
 
 Request bodies (`kind=request` entries) are checked in `thoughtline.inspection`.
 
-This package's names are its public face, and stand with the API: `convert_contents` is the
-API's (it looks up the rows whose code reads Gemini's `contents` and writes the target's
-items) and `rebuild_foreign_content` is Gemini's (`providers/gemini/contents.py`); the modules
-of the package are the format-agnostic engines, handed what they need.
+This package's names are its public face, and stand with the API: `build_history`,
+`encode_history` and `convert_contents` are the API's (they look up the rows the engines are
+handed) and `rebuild_foreign_content` is Gemini's (`providers/gemini/contents.py`); the
+modules of the package are the format-agnostic engines (`history.build_history(records, to,
+rows)`), handed what they need.
 """
 
 from __future__ import annotations
@@ -21,16 +22,10 @@ import importlib
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from thoughtline.api import ConversionTarget, convert_contents
+    from thoughtline.api import ConversionTarget, build_history, convert_contents, encode_history
     from thoughtline.providers.gemini.contents import rebuild_foreign_content
     from thoughtline.replay.contents import ConvertedHistory
-    from thoughtline.replay.history import (
-        History,
-        ReplayNote,
-        ReplayTurn,
-        build_history,
-        encode_history,
-    )
+    from thoughtline.replay.history import History, ReplayNote, ReplayTurn
     from thoughtline.replay.records import read_records
 
 _LOADED_ON_FIRST_USE: Final = {
@@ -41,8 +36,8 @@ _LOADED_ON_FIRST_USE: Final = {
     "History": "thoughtline.replay.history",
     "ReplayNote": "thoughtline.replay.history",
     "ReplayTurn": "thoughtline.replay.history",
-    "build_history": "thoughtline.replay.history",
-    "encode_history": "thoughtline.replay.history",
+    "build_history": "thoughtline.api",
+    "encode_history": "thoughtline.api",
     "read_records": "thoughtline.replay.records",
 }
 """The package's names, imported at first use: a provider folder imports `parts` and
