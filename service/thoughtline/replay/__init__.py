@@ -18,8 +18,9 @@ rows)`), handed what they need.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from thoughtline.contract.first_use import loaded_on_first_use
 
 if TYPE_CHECKING:
     from thoughtline.api import ConversionTarget, build_history, convert_contents, encode_history
@@ -43,14 +44,7 @@ _LOADED_ON_FIRST_USE: Final = {
 """The package's names, imported at first use: a provider folder imports `parts` and
 `rebuild` alone, and reading a response needs no history engine."""
 
-
-def __getattr__(name: str) -> Any:
-    module = _LOADED_ON_FIRST_USE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'thoughtline.replay' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = loaded_on_first_use(__name__, globals(), _LOADED_ON_FIRST_USE)
 
 
 __all__ = [
