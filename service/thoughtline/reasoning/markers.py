@@ -426,16 +426,20 @@ def fold_case(text: str) -> str:
     return "".join(character.lower()[:1] for character in text)
 
 
-_Prefixes = tuple[frozenset[str], frozenset[str], int]
+_Prefixes = tuple[frozenset[str], re.Pattern[str], int]
 
 
 def _prefixes(literals: Iterable[str]) -> _Prefixes:
     """The proper prefixes of `literals` (case folded: a superset of what may still grow into
-    one), their first characters, and the longest prefix's length."""
+    one), a pattern for their first characters (either case), and the longest prefix's
+    length."""
     prefixes = frozenset(
         fold_case(marker[:size]) for marker in literals for size in range(1, len(marker))
     )
-    return prefixes, frozenset(prefix[0] for prefix in prefixes), max(map(len, prefixes))
+    firsts = {prefix[0] for prefix in prefixes}
+    firsts |= {character.upper() for character in firsts if len(character.upper()) == 1}
+    first = re.compile("[" + re.escape("".join(sorted(firsts))) + "]")
+    return prefixes, first, max(map(len, prefixes))
 
 
 def _block_end_prefixes(dialect: Dialect) -> _Prefixes:
@@ -467,11 +471,16 @@ def text_hold(text: str, position: int) -> int:
 
 
 def _hold(text: str, position: int, table: _Prefixes) -> int:
-    prefixes, first_characters, longest = table
+    """The longest end of `text` (after `position`) that is a prefix in `table`: only where a
+    first character of one stands (found in C; most ends have none) is the end looked up."""
+    prefixes, first, longest = table
     end = len(text)
-    for start in range(max(position, end - longest), end):
-        if text[start].lower()[:1] in first_characters and fold_case(text[start:]) in prefixes:
+    found = first.search(text, max(position, end - longest))
+    while found is not None:
+        start = found.start()
+        if fold_case(text[start:]) in prefixes:
             return end - start
+        found = first.search(text, start + 1)
     return 0
 
 

@@ -162,7 +162,9 @@ class Scanner(CodeContext):
         if self._stage == "label":
             # wait only while the text may still become the label and its line break
             head = text[position : position + len(_LABEL_FORM)]
-            self._need(not (len(head) < len(_LABEL_FORM) and _LABEL_FORM.startswith(head)))
+            self._need(
+                self._final or not (len(head) < len(_LABEL_FORM) and _LABEL_FORM.startswith(head))
+            )
             if text.startswith(THOUGHT_LABEL, position):
                 after = position + len(THOUGHT_LABEL)
                 line_break = next((brk for brk in LINE_BREAKS if text.startswith(brk, after)), None)
@@ -182,7 +184,9 @@ class Scanner(CodeContext):
             self._stage = "phrase"
             return
         match = NON_SPACE.search(text, position)
-        self._need(match is not None and not _may_become_phrase(text, match.start()))
+        self._need(
+            match is not None and (self._final or not _may_become_phrase(text, match.start()))
+        )
         if match is not None:
             start = match.start()
             for dialect in PHRASES:
@@ -349,7 +353,7 @@ class Scanner(CodeContext):
             return
         end = match.end()
         if dialect.opener_tail:  # the tail goes with the opener: wait until it is known
-            self._need(not tail_undecided(dialect, self._text, end))
+            self._need(self._final or not tail_undecided(dialect, self._text, end))
             end = after_opener(dialect, self._text, end)
         self._resolve_as_content()
         self._mode = "block"
@@ -515,7 +519,7 @@ class Scanner(CodeContext):
         self._need(not self._may_grow(match))
         end = match.end()
         if dialect.opener_tail:
-            self._need(not tail_undecided(dialect, text, end))
+            self._need(self._final or not tail_undecided(dialect, text, end))
             end = after_opener(dialect, text, end)
         self._position = end
 
