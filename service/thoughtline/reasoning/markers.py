@@ -478,7 +478,9 @@ def _hold(text: str, position: int, table: _Prefixes) -> int:
     found = first.search(text, max(position, end - longest))
     while found is not None:
         start = found.start()
-        if fold_case(text[start:]) in prefixes:
+        tail = text[start:]
+        folded = tail.lower()  # in C; `fold_case` only where lower-casing changed a length
+        if (folded if len(folded) == len(tail) else fold_case(tail)) in prefixes:
             return end - start
         found = first.search(text, start + 1)
     return 0
