@@ -160,13 +160,12 @@ def _stage_makers() -> Mapping[str, Callable[[], _Stage]]:
 def _makers_for(content_encoding: str) -> list[Callable[[], _Stage]] | None:
     """The decoders a `Content-Encoding` value needs, in the order they undo it (the last
     encoding applied first); None when one of them is not installed or not known."""
-    makers = _stage_makers()
-    needed = []
+    needed: list[Callable[[], _Stage]] = []
     for encoding in reversed(content_encoding.lower().split(",")):
         encoding = encoding.strip()
         if encoding in _IDENTITY:
             continue
-        make = makers.get(encoding)
+        make = _stage_makers().get(encoding)
         if make is None:
             return None
         needed.append(make)
