@@ -48,6 +48,14 @@ def classify(body: bytes, format: str | None) -> PayloadKind:
     return kind
 
 
+def is_framed_stream(body: bytes) -> bool:
+    """SSE text or a JSON array, known from the first bytes before any decode: no body starts
+    otherwise than with `{` (a stream cut after its first SSE event is one of these). JSON
+    lines and a lone JSON event start as a body does; with a format given they are known only
+    once the body reader refused them (docs/decisions.md)."""
+    return body[:1] != b"{" and holds_several_chunks(body)
+
+
 def detect_format(body: bytes) -> FormatName:
     """The format of one non-streamed response body, from its top-level shape."""
     kind = _verdict(decode(body, Shape, "payload"), body)
