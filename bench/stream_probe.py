@@ -1,16 +1,26 @@
 """What asking every body "are you one stream event?" before reading it would cost.
 
-    python bench/stream_probe.py [--repeat N] [--rounds R] [--gates]
+    python bench/stream_probe.py [--repeat N] [--rounds R] [--gates] [--framing]
 
-With a format given, the front door reads the body at once and looks at a payload as a
-recorded stream only when the body reader refuses it; a stream cut after its first event is
+With a format given, the front door frames SSE and JSON arrays before any reader (their first
+byte tells them) and reads any other body at once, looking at it as JSON lines or one stream
+event only when the body reader refuses it; a bare JSON stream cut after its first event is
 found that way. Deciding it up front instead would run `is_stream_event` (a decode of the
 body's top-level shape) on every body. This prints, per format, that probe's per-process CPU
 time as a fraction of `thoughtline.normalize`'s on the same bodies (bench/payloads.py),
 the two interleaved, the median of --repeat rounds.
 
-2026-12-02, a 2-core machine shared with six other jobs: 0.18 (mistral) to 0.24 (gemini),
-so the one-event case stays decided after the refusal.
+2026-12-02, a 2-core machine shared with six other jobs: 0.18 (mistral) to 0.24 (gemini)
+asking each row's probe; 0.13 to 0.18 with the rows' signs compiled into one function (load
+4-7, 5 rounds of 20), so the one-event case stays decided after the refusal.
+
+With --framing it prints what the up-front tests cost on the synthetic and the corpus bodies
+(the first byte, `holds_several_chunks`, `is_stream_event`), and how many recorded stream
+events the body reader of their own format reads as a body: an up-front decision would give
+those a cut stream's record instead (2026-12-02: the first byte 0.003-0.004, 0.032 on the
+smallest corpus body, as a call of its own; `holds_several_chunks` 0.011-0.013, up to 0.077;
+`is_stream_event` 0.13-0.18, corpus 0.13-0.30; 27 of 278 golden and 14 of 4,436 corpus
+events, all Chat chunks that carry usage, read as bodies).
 
 With --gates it also prints what two cheaper tests before the probe would cost and miss:
 `front`, an anchored match of the first members (up to eight scalar ones, then a member that

@@ -115,10 +115,10 @@ class CompiledSigns(NamedTuple):
 
 def compile_signs(rows: Sequence[Format]) -> CompiledSigns:
     """The signs of `rows` (each folder's `shape.py`), in their order, compiled into one
-    function: a payload asks one function, not one per row and sign (detection of a small
-    body took 2.6-3.2 us asking each row's probe in turn; docs/performance.md). The text is
-    built from the tests' `expression`s alone; every value they hold is passed in by name,
-    never written into the text."""
+    function: a payload asks one function, not one per row and sign (asking each row's probe
+    in turn made detected bodies 5-22% slower than before the layout; docs/decisions.md). The
+    text is built from the tests' `expression`s alone; every value they hold is passed in by
+    name, never written into the text."""
     constants: dict[str, object] = {}
 
     def constant(value: object) -> str:
