@@ -38,11 +38,20 @@ STREAM_EVENT: Final = PayloadKind(stream=True, format=None)
 
 def classify(body: bytes, format: str | None) -> PayloadKind:
     """One body or a recorded stream, and the format when it is known already."""
-    if holds_several_chunks(body):
-        return PayloadKind(stream=True, format=format)
-    if format is not None:
-        return PayloadKind(stream=False, format=format)
-    kind = _verdict(decode(body, Shape, "payload"), body)
+    if format is not None or body[:1] != b"{":
+        if holds_several_chunks(body):
+            return PayloadKind(stream=True, format=format)
+        if format is not None:
+            return PayloadKind(stream=False, format=format)
+    # A payload that decodes as one object holds no more chunks after it (JSON lines fail to
+    # decode, at the end of their first line): the top-level shape is decoded first, and the
+    # framing is asked only when it fails, so the usual body is not searched for a line end.
+    shape = _shape_or_none(body)
+    if shape is None:
+        if holds_several_chunks(body):
+            return PayloadKind(stream=True, format=None)
+        shape = decode(body, Shape, "payload")  # raises the decoder's error, as ever
+    kind = _verdict(shape, body)
     if kind is None:
         raise _no_known_format()
     return kind
