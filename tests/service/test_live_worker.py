@@ -347,7 +347,7 @@ async def test_a_large_step_is_computed_off_the_event_loop(
         threaded.append(getattr(function, "__name__", "?"))
         return await real(function, *arguments)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("thoughtline.worker.live.asyncio.to_thread", spy)
+    monkeypatch.setattr("thoughtline.worker.live_plans.asyncio.to_thread", spy)
     handler = await _handler(aclient, live_settings)
     await _publish(aclient, live_settings, "small", range(len(PAYLOADS)))
     await handler.handle(await _read(aclient, live_settings))

@@ -1,0 +1,104 @@
+"""The live handler's commit: steps of live streams through one call of `LIVE_SCRIPT` (one
+round trip however many streams and steps), each step packed as the script takes it
+(`worker/live_scripts.py` describes the script, `worker/live.py` the handler)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from thoughtline.contract.record import encode
+from thoughtline.live import encode_state
+from thoughtline.worker.connections import RedisClient
+from thoughtline.worker.live_entries import STREAM_FIELD, LiveKeys, dead_fields
+from thoughtline.worker.live_parked import park_argument, parked_dead_letters
+from thoughtline.worker.live_plans import Planned, as_bytes, now_ms
+from thoughtline.worker.live_scripts import LIVE_SCRIPT, pack
+from thoughtline.worker.settings import Settings
+
+
+class LiveCommitter:
+    """Commits runs of planned steps; `count_dead(format, reason)` counts each dead letter a
+    step carries."""
+
+    def __init__(
+        self,
+        client: RedisClient,
+        settings: Settings,
+        count_dead: Callable[[str | None, str], None],
+    ) -> None:
+        self._client = client
+        self._settings = settings
+        self._count_dead = count_dead
+        self._script = client.register_script(LIVE_SCRIPT)
+        partition = settings.keys()
+        self._script_keys = [
+            settings.input_stream,
+            settings.deltas_stream,
+            settings.output_stream,
+            settings.dead_stream,
+            partition.live_open_set,
+            partition.committed,
+        ]
+        """The keys every call of the live script starts with (each stream's follow)."""
+
+    async def commit(self, keys: LiveKeys, stream: str, plans: Sequence[Planned]) -> list[int]:
+        """The steps of one stream through one script call: their results, then whether the
+        chunk the stream now needs is parked (1/0)."""
+        (results,) = await self.commit_streams([(keys, stream, plans)])
+        return results
+
+    async def commit_streams(
+        self, runs: Sequence[tuple[LiveKeys, str, Sequence[Planned]]]
+    ) -> list[list[int]]:
+        """The steps of several streams through one script call (one round trip)."""
+        arguments: list[bytes | str | int] = [
+            self._settings.group,
+            self._settings.live_ttl_seconds,
+            now_ms(),
+        ]
+        script_keys = list(self._script_keys)
+        for keys, stream, plans in runs:
+            arguments += [stream, len(plans)]
+            for plan in plans:
+                arguments += await self._step_arguments(keys, stream, plan)
+            script_keys += [keys.state, keys.parked, keys.log]
+        reply = await self._script(keys=script_keys, args=arguments)
+        return [[int(value) for value in results] for results in reply]
+
+    async def _step_arguments(
+        self, keys: LiveKeys, stream: str, plan: Planned
+    ) -> list[bytes | str | int]:
+        """One step as the script takes it: one msgpack array (see `LIVE_SCRIPT`)."""
+        if plan.mode == "park":
+            return [park_argument(plan)]
+        step = plan.step
+        entry_id: bytes | str = plan.entry.entry_id if plan.entry is not None else b""
+        if plan.mode == "close":
+            entry_id = str(self._settings.live_idle_ms)
+        dead: list[list[bytes]] = []
+        if step is None or step.state.closed:
+            first = plan.at + (1 if plan.mode != "close" else 0)
+            dead = await parked_dead_letters(self._client, keys, stream, first, self._count_dead)
+        if step is not None and step.error is not None:
+            fields = {STREAM_FIELD: stream.encode(), b"seq": str(step.delta.seq).encode()}
+            dead.append(dead_fields(fields, step.error, as_bytes(entry_id)))
+            self._count_dead(step.state.format, step.error.reason)
+        fields_of_step: list[object]
+        if step is None:
+            fields_of_step = [plan.mode, entry_id, str(plan.at), ""]
+            fields_of_step += [str(plan.at), b"", b"1", b"", b"", b"", b"", dead]
+        else:
+            fields_of_step = [plan.mode, entry_id, str(plan.at), step.state.token]
+            fields_of_step += [
+                str(step.state.next_seq),
+                encode_state(step.state),
+                b"1" if step.state.closed else b"0",
+                step.logged,
+                msgspec.json.encode(step.delta),
+                step.state.format.encode(),
+                encode(step.record) if step.record is not None else b"",
+                dead,
+            ]
+        return [pack(fields_of_step)]
