@@ -5,6 +5,7 @@ round trip however many streams and steps), each step packed as the script takes
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Final
 
 import msgspec
 
@@ -12,10 +13,12 @@ from thoughtline.contract.record import encode
 from thoughtline.live import encode_state
 from thoughtline.worker.connections import RedisClient
 from thoughtline.worker.live_entries import STREAM_FIELD, LiveKeys, dead_fields
-from thoughtline.worker.live_parked import park_argument, parked_dead_letters
+from thoughtline.worker.live_parked import park_step, parked_dead_letters
 from thoughtline.worker.live_plans import Planned, as_bytes, now_ms
 from thoughtline.worker.live_scripts import LIVE_SCRIPT, pack
 from thoughtline.worker.settings import Settings
+
+_DELTA_ENCODER: Final = msgspec.json.Encoder()
 
 
 class LiveCommitter:
@@ -53,34 +56,38 @@ class LiveCommitter:
         self, runs: Sequence[tuple[LiveKeys, str, Sequence[Planned]]]
     ) -> list[list[int]]:
         """The steps of several streams through one script call (one round trip)."""
+        packed: list[object] = []
+        script_keys = list(self._script_keys)
+        for keys, stream, plans in runs:
+            steps: list[object] = []
+            for plan in plans:
+                dead: list[list[bytes]] = []
+                if plan.mode != "park" and (plan.step is None or plan.step.state.closed):
+                    first = plan.at + (1 if plan.mode != "close" else 0)
+                    dead = await parked_dead_letters(
+                        self._client, keys, stream, first, self._count_dead
+                    )
+                steps.append(self._step(stream, plan, dead))
+            packed.append([stream, steps])
+            script_keys += [keys.state, keys.parked, keys.log]
         arguments: list[bytes | str | int] = [
             self._settings.group,
             self._settings.live_ttl_seconds,
             now_ms(),
+            pack(packed),
         ]
-        script_keys = list(self._script_keys)
-        for keys, stream, plans in runs:
-            arguments += [stream, len(plans)]
-            for plan in plans:
-                arguments += await self._step_arguments(keys, stream, plan)
-            script_keys += [keys.state, keys.parked, keys.log]
         reply = await self._script(keys=script_keys, args=arguments)
         return [[int(value) for value in results] for results in reply]
 
-    async def _step_arguments(
-        self, keys: LiveKeys, stream: str, plan: Planned
-    ) -> list[bytes | str | int]:
-        """One step as the script takes it: one msgpack array (see `LIVE_SCRIPT`)."""
+    def _step(self, stream: str, plan: Planned, dead: list[list[bytes]]) -> list[object]:
+        """One step as the script takes it: an array of strings (see `LIVE_SCRIPT`); `dead`:
+        the dead letters of the chunks parked past the end of a stream the step closes."""
         if plan.mode == "park":
-            return [park_argument(plan)]
+            return park_step(plan)
         step = plan.step
         entry_id: bytes | str = plan.entry.entry_id if plan.entry is not None else b""
         if plan.mode == "close":
             entry_id = str(self._settings.live_idle_ms)
-        dead: list[list[bytes]] = []
-        if step is None or step.state.closed:
-            first = plan.at + (1 if plan.mode != "close" else 0)
-            dead = await parked_dead_letters(self._client, keys, stream, first, self._count_dead)
         if step is not None and step.error is not None:
             fields = {STREAM_FIELD: stream.encode(), b"seq": str(step.delta.seq).encode()}
             dead.append(dead_fields(fields, step.error, as_bytes(entry_id)))
@@ -96,9 +103,9 @@ class LiveCommitter:
                 encode_state(step.state),
                 b"1" if step.state.closed else b"0",
                 step.logged,
-                msgspec.json.encode(step.delta),
+                _DELTA_ENCODER.encode(step.delta),
                 step.state.format.encode(),
                 encode(step.record) if step.record is not None else b"",
                 dead,
             ]
-        return [pack(fields_of_step)]
+        return fields_of_step

@@ -15,7 +15,6 @@ from thoughtline.live import LiveChunk
 from thoughtline.worker.connections import RedisClient
 from thoughtline.worker.live_entries import STREAM_FIELD, LiveKeys, dead_fields
 from thoughtline.worker.live_plans import LiveEntry, Planned, as_bytes
-from thoughtline.worker.live_scripts import pack
 
 PARKED_RUN: Final = 32
 """Parked chunks fetched at once when a stream may continue with them."""
@@ -33,7 +32,7 @@ class Parked(msgspec.Struct, array_like=True):
     entry_id: bytes
 
 
-def park_argument(plan: Planned) -> bytes:
+def park_step(plan: Planned) -> list[object]:
     """A 'park' step as the live script takes it (see `LIVE_SCRIPT`): the chunk to store, and
     the dead letter it becomes if its stream is closed already."""
     assert plan.entry is not None
@@ -41,7 +40,7 @@ def park_argument(plan: Planned) -> bytes:
     parked = Parked(chunk.seq, chunk.format, chunk.payload, chunk.final, chunk.meta, entry.entry_id)
     closed_error = NormalizeError("live_stream_closed", CLOSED_ERROR)
     items = dead_fields(dict(entry.fields), closed_error, entry.entry_id)
-    return pack(["park", entry.entry_id, str(plan.at), "", msgspec.msgpack.encode(parked), items])
+    return ["park", entry.entry_id, str(plan.at), "", msgspec.msgpack.encode(parked), items]
 
 
 async def parked_run(
