@@ -40,10 +40,11 @@ call and its arguments (`live_commit.py`), parked chunks (`live_parked.py`) and 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Final, cast
+from typing import Final, NamedTuple, cast
 
 import msgspec
 from redis import exceptions as redis_errors
@@ -78,10 +79,28 @@ from thoughtline.worker.live_plans import (
 from thoughtline.worker.live_scripts import READ_SCRIPT
 from thoughtline.worker.live_sweep import LiveSweep
 from thoughtline.worker.metrics import Metrics
-from thoughtline.worker.retry import TRANSIENT_ERRORS, Backoff, is_write_refusal
+from thoughtline.worker.retry import (
+    TRANSIENT_ERRORS,
+    Backoff,
+    cancel_until_done,
+    is_write_refusal,
+)
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+
+class _Batch(NamedTuple):
+    """A batch of live entries read, and the steps computed for it before its commit."""
+
+    by_stream: dict[str, list[LiveEntry]]
+    bad: list[Outcome]
+    runs: list[tuple[str, LiveKeys, Plan]]
+    """The streams whose steps were computed from kept engines, committed in one call."""
+    deferred: list[str]
+    """Streams whose engines the batch before was using: computed once it is committed."""
+    slow: dict[str, list[LiveEntry]]
+    """Streams applied one by one (`_retrying`): no kept engine, a gap, a large run."""
 
 
 class LiveHandler:
@@ -101,12 +120,59 @@ class LiveHandler:
         self._locks = StreamLocks()
         """One step of a stream at a time in this process (the reader, the reclaimer and the
         sweep share the kept engines)."""
+        self._applied = metrics.live_chunks.labels(outcome="applied")
+        """The count of applied chunks (looked up once: it grows at every chunk)."""
         self._engines = KeptEngines()
         """Per stream, the engine this worker's last committed step of it left: the next
         chunks of the stream, if this worker gets them, are computed from it."""
+        self._task: asyncio.Task[None] | None = None
+        """The batch committing in the background (`handle_in_background`)."""
+        self._in_flight: frozenset[str] = frozenset()
+        """The streams of that batch."""
 
     async def handle(self, entries: Sequence[DeliveredEntry]) -> None:
-        """Apply, park or acknowledge each live entry; a bad one is dead-lettered."""
+        """Apply, park or acknowledge each live entry; a bad one is dead-lettered. Returns
+        once all is committed (after the batch still committing in the background, if any)."""
+        await self.finish()
+        await self._run(self._prepare(entries, frozenset()))
+
+    async def handle_in_background(self, entries: Sequence[DeliveredEntry]) -> None:
+        """`handle`, overlapped with the batch before: this batch's steps are computed while
+        the one before commits (its streams' steps excepted: they are computed from the
+        engines its commit leaves), then its commit runs while the reader reads on. At most
+        one batch commits in the background, so a slow Redis slows the reading down;
+        `finish()` waits for it."""
+        batch = self._prepare(entries, self._in_flight)
+        await self.finish()
+        self._in_flight = frozenset(batch.by_stream)
+        self._task = asyncio.create_task(self._run_logging_failure(batch))
+
+    async def finish(self, timeout: float | None = None) -> None:
+        """Wait for the batch committing in the background (at most one is). With a
+        `timeout` (the stop), one still running after it (Redis unreachable: it retries
+        forever) is cancelled: nothing of it was acknowledged, its entries stay pending and
+        are reclaimed by another worker."""
+        task = self._task
+        if task is None:
+            return
+        if timeout is not None:
+            await asyncio.wait([task], timeout=timeout)
+            if not task.done():
+                logger.warning(
+                    "live chunks still retrying %.1f s after the stop; cancelled, they stay "
+                    "pending and will be reclaimed",
+                    timeout,
+                )
+                await cancel_until_done(task)
+        self._task = None
+        self._in_flight = frozenset()
+        if not task.cancelled():
+            await task
+
+    def _prepare(self, entries: Sequence[DeliveredEntry], in_flight: frozenset[str]) -> _Batch:
+        """The entries read and grouped by stream, and the steps of each stream that can be
+        computed from an engine this worker kept (or that starts with this batch), except the
+        streams `in_flight` (their engines are in use by the batch committing)."""
         by_stream: dict[str, list[LiveEntry]] = defaultdict(list)
         bad: list[Outcome] = []
         for entry_id, fields, delivery_count in entries:
@@ -116,12 +182,46 @@ class LiveHandler:
                 bad.append(dead_outcome(self._settings, entry_id, fields, error))
                 continue
             by_stream[chunk.stream].append(LiveEntry(entry_id, fields, chunk))
-        if bad:
-            await self._dead_letter(bad)
-        for stream_entries in by_stream.values():
+        batch = _Batch(by_stream, bad, [], [], {})
+        for stream, stream_entries in by_stream.items():
             stream_entries.sort(key=lambda entry: entry.chunk.seq)
+            if stream in in_flight:
+                batch.deferred.append(stream)
+            else:
+                self._plan_fast(batch, stream)
+        return batch
+
+    def _plan_fast(self, batch: _Batch, stream: str) -> None:
+        entries = batch.by_stream[stream]
+        plan = self._fast_plan(stream, entries)
+        if plan is None:
+            batch.slow[stream] = entries
+        else:
+            batch.runs.append((stream, self._keys(stream), plan))
+
+    async def _run_logging_failure(self, batch: _Batch) -> None:
+        try:
+            await self._run(batch)
+        except Exception as error:  # the entries stay pending: another delivery will come
+            for stream in batch.by_stream:
+                self._engines.drop(stream)
+            logger.error(
+                "live chunks of %d streams not applied (%s: %s); they stay pending and will be "
+                "reclaimed",
+                len(batch.by_stream),
+                type(error).__name__,
+                error,
+            )
+
+    async def _run(self, batch: _Batch) -> None:
+        """Dead-letter the bad entries, commit the steps computed (and those of the streams
+        deferred), then apply the rest stream by stream."""
+        if batch.bad:
+            await self._dead_letter(batch.bad)
+        for stream in batch.deferred:
+            self._plan_fast(batch, stream)
         async with self._locks.hold(_FAST_PATH):
-            slow = await self._fast_path(by_stream)
+            slow = await self._fast_path(batch)
         for stream, stream_entries in slow.items():
             async with self._locks.hold(stream):
                 try:
@@ -136,18 +236,11 @@ class LiveHandler:
                     self._engines.drop(stream)
                     logger.error("live stream not applied: %s: %s", type(error).__name__, error)
 
-    async def _fast_path(self, by_stream: dict[str, list[LiveEntry]]) -> dict[str, list[LiveEntry]]:
-        """The streams whose next chunks this worker can compute from an engine it kept (or
-        that start with this read), computed and committed together in one script call; the
-        others, and what the call could not finish, are returned for `_retrying`."""
-        slow: dict[str, list[LiveEntry]] = {}
-        runs: list[tuple[str, LiveKeys, Plan]] = []
-        for stream, entries in by_stream.items():
-            plan = self._fast_plan(stream, entries)
-            if plan is None:
-                slow[stream] = entries
-            else:
-                runs.append((stream, self._keys(stream), plan))
+    async def _fast_path(self, batch: _Batch) -> dict[str, list[LiveEntry]]:
+        """The steps computed from kept engines (`_prepare`), committed together in one script
+        call; the other streams, and what the call could not finish, are returned for
+        `_retrying`."""
+        slow, runs, by_stream = batch.slow, batch.runs, batch.by_stream
         if not runs:
             return slow
         try:
@@ -459,7 +552,7 @@ class LiveHandler:
             )
 
     def _count(self, step: LiveStep, final: bool) -> None:
-        self._metrics.live_chunks.labels(outcome="applied").inc()
+        self._applied.inc()
         self._count_revision(step)
         if step.state.closed:
             self._metrics.live_closed.labels(how="final" if final else "too_large").inc()
