@@ -22,6 +22,11 @@ that applied it or, if that one died, by any worker's sweep (`sweep`, every `int
 also closes streams idle for `THOUGHTLINE_LIVE_IDLE_MS` as truncated. Nothing here blocks other
 streams: a waiting chunk is no longer pending in the group.
 
+The reader's batches go through `handle_in_background`: a batch's steps are computed while
+the script call of the batch before runs (at most one in flight; the streams it is using are
+computed once it returns, from the engines it left, in the same call as the others). `handle`
+(the reclaimer, the stop's drain) waits for that call first and returns once all is committed.
+
 As in the batch commit (`worker/commit.py`), nothing is acknowledged whose output cannot be
 written: the script checks every key's type before its first write, its first write is the
 `XACK` (Redis refuses a script's writes at `maxmemory` only before its first one), and a
