@@ -44,13 +44,6 @@ def publisher(redis_url: str, stream: str, registry: CollectorRegistry) -> Itera
     made.close(5)
 
 
-@pytest.fixture
-def redis_client(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url)
-    yield client
-    client.close()
-
-
 def published(
     client: redis.Redis, stream: str, count: int, timeout: float = 10.0
 ) -> list[dict[str, bytes]]:
