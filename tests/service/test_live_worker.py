@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
+from typing import cast
 
 import msgspec
 import pytest
@@ -22,6 +23,7 @@ from thoughtline.worker.entries import DeliveredEntry, process
 from thoughtline.worker.group import ensure_group
 from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.live_entries import is_live, live_keys
+from thoughtline.worker.live_scripts import pack
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.settings import Settings, load_settings
 
@@ -642,3 +644,38 @@ async def test_every_write_of_a_run_renews_the_keys_and_the_progress(
     assert client.zscore(keys.open, "renew") is None
     assert client.pttl(keys.log) <= 1000 and client.pttl(keys.parked) <= 1000
     assert 0 < client.pttl(keys.state) <= ttl * 1000
+
+
+def test_the_script_reads_every_argument_as_packed(client: redis.Redis) -> None:
+    """`pack` writes what the script's `cmsgpack.unpack` reads: strings and bytes (any byte)
+    of every header size, lists of every header size, nested."""
+    sizes = [0, 1, 31, 32, 255, 256, 65535, 65536]
+    strings: list[object] = [
+        bytes(range(256)) * (size // 256) + bytes(size % 256) for size in sizes
+    ]
+    strings += ["", "é" * 40, "a" * 300]
+    value: list[object] = [strings, [b"x"] * 15, [b"y"] * 16, [[b"deep", []], "z"]]
+    flattened = client.eval(
+        """
+        local out = {}
+        local function walk(item)
+          if type(item) == 'table' then
+            out[#out + 1] = '[' .. #item
+            for _, child in ipairs(item) do walk(child) end
+          else
+            out[#out + 1] = item
+          end
+        end
+        walk(cmsgpack.unpack(ARGV[1]))
+        return out
+        """,
+        0,
+        pack(value),
+    )
+
+    def walk(item: object) -> list[bytes]:
+        if isinstance(item, list):
+            return [f"[{len(item)}".encode()] + [part for child in item for part in walk(child)]
+        return [item.encode() if isinstance(item, str) else cast(bytes, item)]
+
+    assert flattened == walk(value)

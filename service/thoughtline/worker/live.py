@@ -447,6 +447,7 @@ class LiveHandler:
         committed, else drop it. Returns the steps that are finished (the others are computed
         again)."""
         finished: list[Planned] = []
+        applied = 0
         for planned, result in zip(plan.steps, results, strict=False):
             if result == -1:
                 break
@@ -454,10 +455,16 @@ class LiveHandler:
             if planned.mode == "park":
                 self._count_park(planned, result)
             elif result == 1 and planned.step is not None:
-                final = planned.entry.chunk.final if planned.entry is not None else False
-                self._count(planned.step, final)
+                step = planned.step
+                if step.revision is not None or step.state.closed:
+                    final = planned.entry.chunk.final if planned.entry is not None else False
+                    self._count(step, final)
+                else:  # the usual chunk: one more applied, counted once for the run
+                    applied += 1
             elif result == 3:
                 self._metrics.live_chunks.labels(outcome="repeated").inc()
+        if applied:
+            self._applied.inc(applied)
         if plan.engine is None:  # a park: the kept engine (if any) was not used
             return finished
         self._engines.drop(stream)

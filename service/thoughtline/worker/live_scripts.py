@@ -252,21 +252,25 @@ def _pack_into(items: list[object], parts: list[bytes]) -> None:
     size = len(items)
     if size < 16:
         append(_ARRAY_HEADERS[size])
-    elif size < 65536:
-        append(b"\xdc" + size.to_bytes(2, "big"))
     else:
-        append(b"\xdd" + size.to_bytes(4, "big"))
+        append(
+            b"\xdc" + size.to_bytes(2, "big") if size < 65536 else b"\xdd" + size.to_bytes(4, "big")
+        )
     for item in items:
-        if isinstance(item, list):
+        if type(item) is str:
+            data = item.encode()
+        elif type(item) is bytes:
+            data = item
+        else:
+            assert isinstance(item, list)
             _pack_into(item, parts)
             continue
-        data = item.encode() if isinstance(item, str) else item
-        assert isinstance(data, bytes)
         length = len(data)
-        if length < 256:
-            append(_STRING_HEADERS[length])
-        elif length < 65536:
-            append(b"\xda" + length.to_bytes(2, "big"))
-        else:
-            append(b"\xdb" + length.to_bytes(4, "big"))
+        append(_STRING_HEADERS[length] if length < 256 else _long_string_header(length))
         append(data)
+
+
+def _long_string_header(length: int) -> bytes:
+    if length < 65536:
+        return b"\xda" + length.to_bytes(2, "big")
+    return b"\xdb" + length.to_bytes(4, "big")
