@@ -66,7 +66,7 @@ from thoughtline.live import (
 from thoughtline.worker.commit import Committer
 from thoughtline.worker.connections import RedisClient
 from thoughtline.worker.entries import DeliveredEntry, Fields, Outcome
-from thoughtline.worker.live_commit import LiveCommitter
+from thoughtline.worker.live_commit import LiveCommitter, count_dead
 from thoughtline.worker.live_engines import KeptEngines, StreamLocks
 from thoughtline.worker.live_entries import LiveKeys, dead_outcome, read_entry, stream_keys
 from thoughtline.worker.live_parked import parked_run
@@ -115,11 +115,11 @@ class LiveHandler:
         self._client = client
         self._settings = settings
         self._metrics = metrics
-        self._committer = LiveCommitter(client, settings, self._count_dead)
+        self._committer = LiveCommitter(client, settings, metrics)
         self._read_script = client.register_script(READ_SCRIPT)
         self._dead_letters = Committer(client, settings)
         self._partition = settings.keys()
-        self._sweep = LiveSweep(client, settings, metrics, self.sweep_stream)
+        self._sweep = LiveSweep(client, settings, metrics)
         self.interval = self._sweep.interval
         """How often `sweep` runs: parked chunks whose worker died wait about this long."""
         self._locks = StreamLocks()
@@ -514,11 +514,11 @@ class LiveHandler:
 
     async def run_sweeps(self) -> None:
         """The sweep (`worker/live_sweep.py`) every `interval`, for the worker's life."""
-        await self._sweep.run_sweeps()
+        await self._sweep.run_sweeps(self.sweep_stream)
 
     async def sweep(self) -> None:
         """One sweep of the partition's open streams (`LiveSweep.sweep`)."""
-        await self._sweep.sweep()
+        await self._sweep.sweep(self.sweep_stream)
 
     async def sweep_stream(self, stream: str, close: bool) -> None:
         """The sweep's work on one stream it found without progress: its parked chunks that
@@ -578,9 +578,7 @@ class LiveHandler:
             self._metrics.live_revisions.labels(direction=step.revision).inc()
 
     def _count_dead(self, format_name: str | None, reason: str) -> None:
-        tally = self._metrics.tally()
-        tally.dead_letter(format_name, reason)
-        tally.flush()
+        count_dead(self._metrics, format_name, reason)
 
 
 _PARK_OUTCOMES: Final = {2: "waited", 3: "repeated", 4: "late"}

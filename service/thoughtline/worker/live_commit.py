@@ -4,7 +4,8 @@ round trip however many streams and steps), each step packed as the script takes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Sequence
 from typing import Final
 
 import msgspec
@@ -16,24 +17,26 @@ from thoughtline.worker.live_entries import STREAM_FIELD, LiveKeys, dead_fields
 from thoughtline.worker.live_parked import park_step, parked_dead_letters
 from thoughtline.worker.live_plans import Planned, as_bytes, now_ms
 from thoughtline.worker.live_scripts import LIVE_SCRIPT, pack
+from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.settings import Settings
 
 _DELTA_ENCODER: Final = msgspec.json.Encoder()
 
 
-class LiveCommitter:
-    """Commits runs of planned steps; `count_dead(format, reason)` counts each dead letter a
-    step carries."""
+def count_dead(metrics: Metrics, format_name: str | None, reason: str) -> None:
+    """One dead letter of a live entry, counted."""
+    tally = metrics.tally()
+    tally.dead_letter(format_name, reason)
+    tally.flush()
 
-    def __init__(
-        self,
-        client: RedisClient,
-        settings: Settings,
-        count_dead: Callable[[str | None, str], None],
-    ) -> None:
+
+class LiveCommitter:
+    """Commits runs of planned steps (each dead letter a step carries counted in `metrics`)."""
+
+    def __init__(self, client: RedisClient, settings: Settings, metrics: Metrics) -> None:
         self._client = client
         self._settings = settings
-        self._count_dead = count_dead
+        self._count_dead = functools.partial(count_dead, metrics)
         self._script = client.register_script(LIVE_SCRIPT)
         partition = settings.keys()
         self._script_keys = [

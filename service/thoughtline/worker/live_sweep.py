@@ -24,32 +24,30 @@ SWEEP_PAGE: Final = 500
 """Open streams looked at per sweep step."""
 
 
-class LiveSweep:
-    """The sweep of one partition's open streams; `sweep_stream(stream, close)` (the live
-    handler's) applies a stream's parked chunks that are next and, if `close`, closes it."""
+SweepStream = Callable[[str, bool], Awaitable[None]]
+"""The live handler's work on one stream the sweep found without progress: its parked chunks
+that are next applied and, if the flag says it is idle, the stream closed."""
 
-    def __init__(
-        self,
-        client: RedisClient,
-        settings: Settings,
-        metrics: Metrics,
-        sweep_stream: Callable[[str, bool], Awaitable[None]],
-    ) -> None:
+
+class LiveSweep:
+    """The sweep of one partition's open streams (each handed to a `SweepStream`, taken per
+    call: the sweep holds no reference to the handler that holds it)."""
+
+    def __init__(self, client: RedisClient, settings: Settings, metrics: Metrics) -> None:
         self._client = client
         self._settings = settings
         self._metrics = metrics
-        self._sweep_stream = sweep_stream
         self._open_set = settings.keys().live_open_set
         self.interval = min(max(settings.live_idle_ms / 4000, 0.05), 1.0)
         """How often `sweep` runs: parked chunks whose worker died wait about this long."""
 
-    async def run_sweeps(self) -> None:
+    async def run_sweeps(self, sweep_stream: SweepStream) -> None:
         """`sweep` every `interval`, for the worker's life; Redis errors are waited out."""
         backoff = Backoff(first=self.interval)
         while True:
             await asyncio.sleep(self.interval)
             try:
-                await self.sweep()
+                await self.sweep(sweep_stream)
                 backoff.reset()
             except (*TRANSIENT_ERRORS, redis_errors.ResponseError) as error:
                 logger.debug("live sweep skipped: %s", type(error).__name__)
@@ -58,7 +56,7 @@ class LiveSweep:
                 logger.error("live sweep failed: %s", type(error).__name__)
                 await backoff.wait()
 
-    async def sweep(self) -> None:
+    async def sweep(self, sweep_stream: SweepStream) -> None:
         """Apply parked chunks that are next (their worker died after the predecessor) and
         close streams idle past `THOUGHTLINE_LIVE_IDLE_MS`. Only streams without progress for
         an `interval` are looked at (a stream in progress has its parked chunks applied by the
@@ -71,4 +69,4 @@ class LiveSweep:
         )
         for member, score in cast(list[tuple[bytes, float]], open_streams):
             idle = now - score >= self._settings.live_idle_ms
-            await self._sweep_stream(member.decode(), idle)
+            await sweep_stream(member.decode(), idle)
