@@ -24,6 +24,7 @@ run it with `PYTHONPATH=<a checkout>/service` to measure that checkout). Measure
    Redis spent per live chunk and per whole response (from `/proc`, over each burst): the
    worker's CPU per whole response over its CPU per live chunk is the ratio a quiet machine
    would give.
+6. **Worker memory**: its resident set size (`VmRSS`) after the run, and its peak (`VmHWM`).
 
 It prints each figure and its ratio to the goal of the live-streams work.
 """
@@ -186,6 +187,20 @@ def _cpu_seconds(pid: int | None) -> float:
     except OSError:
         return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _memory_mib(pid: int | None) -> dict[str, float]:
+    """`VmRSS` and `VmHWM` of a process, in MiB (NaN when unreadable)."""
+    found = {"VmRSS": float("nan"), "VmHWM": float("nan")}
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines() if pid else []
+    except OSError:
+        lines = []
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name in found:
+            found[name] = int(value.split()[0]) / 1024
+    return found
 
 
 def visible_text(url: str, settings: Settings, chunks: int, interval: float) -> dict[str, float]:
@@ -430,6 +445,11 @@ def main() -> int:
                     f"of which its log {log / 1024:.1f} KiB (its chunks' payloads: "
                     f"{raw / 1024:.1f} KiB)"
                 )
+            memory = _memory_mib(fleet.workers[0].process.pid)
+            print(
+                f"worker memory after the run: RSS {memory['VmRSS']:.1f} MiB, "
+                f"peak {memory['VmHWM']:.1f} MiB"
+            )
         finally:
             fleet.kill_all()
             server.kill()
