@@ -438,6 +438,11 @@ def main() -> int:
                 f"worker CPU per whole response / per live chunk: "
                 f"{whole_cpu['worker'] / live_cpu['worker']:.2f}"
             )
+            long_cpu = cpu.spent["4x2500"]
+            print(
+                f"CPU per live chunk (4 x {scale(2500):,}): worker {long_cpu['worker'] * 1e6:.1f} "
+                f"us, Redis {long_cpu['redis'] * 1e6:.1f} us"
+            )
             for streams, chunks in ((100, scale(100)), (2, scale(2500))):
                 per, log, raw = memory_per_open_stream(server.url, settings, streams, chunks)
                 print(
