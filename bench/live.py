@@ -427,13 +427,14 @@ def main() -> int:
             whole = done / seconds
             print(f"whole small responses: {whole:.0f}/s")
             print(
-                f"live chunks/s (100 x 100) / whole responses/s: "
+                f"live chunks/s (100 x {scale(100):,}) / whole responses/s: "
                 f"{rates['100x100'] / whole:.2f} (goal >= 0.5)"
             )
             live_cpu, whole_cpu = cpu.spent["100x100"], cpu.spent["whole"]
             print(
-                f"CPU per live chunk (100 x 100): worker {live_cpu['worker'] * 1e6:.1f} us, "
-                f"Redis {live_cpu['redis'] * 1e6:.1f} us; per whole small response: worker "
+                f"CPU per live chunk (100 x {scale(100):,}): worker "
+                f"{live_cpu['worker'] * 1e6:.1f} us, Redis {live_cpu['redis'] * 1e6:.1f} us; "
+                f"per whole small response: worker "
                 f"{whole_cpu['worker'] * 1e6:.1f} us, Redis {whole_cpu['redis'] * 1e6:.1f} us; "
                 f"worker CPU per whole response / per live chunk: "
                 f"{whole_cpu['worker'] / live_cpu['worker']:.2f}"
