@@ -47,7 +47,7 @@ from redis import exceptions as redis_errors
 
 from thoughtline.contract.errors import ThoughtlineError
 from thoughtline.contract.partitions import PartitionKeys, parse_layouts
-from thoughtline.worker.batches import BatchHandler, cancel_until_done
+from thoughtline.worker.batches import BatchHandler
 from thoughtline.worker.commit import Committer, GroupVanishedError
 from thoughtline.worker.connections import Broker, ClusterBroker, RedisClient, async_client
 from thoughtline.worker.conversations import ConversationStore
@@ -71,6 +71,7 @@ from thoughtline.worker.retry import (
     WRITE_REFUSALS,
     Backoff,
     RefusedReads,
+    cancel_until_done,
     describe_refusal,
 )
 from thoughtline.worker.settings import Settings
