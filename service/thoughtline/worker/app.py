@@ -90,11 +90,12 @@ COLLECT_THRESHOLDS: Final = (5_000, 20)
 """The garbage collector's first two thresholds in a worker (Python's defaults: 700 and 10; the
 third, second-generation passes per full one, stays as it is). A worker keeps an engine per
 open live stream, many tracked objects that live as long as their stream, and each second
-generation or full pass walks them all: at the defaults that was about a sixth of a live
-chunk's worker CPU. What a chunk or a response allocates forms no cycles and is freed by
-reference counting, so the fewer passes leave no more memory behind (bench/live.py: worker CPU
-and memory before and after, in docs/live.md). Freezing what start-up loaded, as the export
-does, did not help here: the kept engines, not the modules, are what the passes walk."""
+generation or full pass walks them all: at the defaults that was an eighth to a fifth of a
+live chunk's worker CPU (more as the streams grow) and a tenth of a whole response's. What a
+chunk or a response allocates forms no cycles and is freed by reference counting, so fewer
+passes leave no more memory behind (bench/live.py: worker CPU and memory before and after, in
+docs/live.md). Freezing what start-up loaded, as the export does, did not help here: the kept
+engines, not the modules, are what the passes walk."""
 FASTSTREAM_LOGGER: Final = "thoughtline.faststream"
 StreamsResponse = list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]
 """What XREAD/XREADGROUP return with bytes responses: [(stream, [(entry id, fields)])]."""
