@@ -24,6 +24,7 @@ run it with `PYTHONPATH=<a checkout>/service` to measure that checkout). Measure
    Redis spent per live chunk and per whole response (from `/proc`, over each burst): the
    worker's CPU per whole response over its CPU per live chunk is the ratio a quiet machine
    would give.
+6. **Worker memory**: its resident set size (`VmRSS`) after the run, and its peak (`VmHWM`).
 
 It prints each figure and its ratio to the goal of the live-streams work.
 """
@@ -186,6 +187,20 @@ def _cpu_seconds(pid: int | None) -> float:
     except OSError:
         return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _memory_mib(pid: int | None) -> dict[str, float]:
+    """`VmRSS` and `VmHWM` of a process, in MiB (NaN when unreadable)."""
+    found = {"VmRSS": float("nan"), "VmHWM": float("nan")}
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines() if pid else []
+    except OSError:
+        lines = []
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name in found:
+            found[name] = int(value.split()[0]) / 1024
+    return found
 
 
 def visible_text(url: str, settings: Settings, chunks: int, interval: float) -> dict[str, float]:
@@ -412,16 +427,22 @@ def main() -> int:
             whole = done / seconds
             print(f"whole small responses: {whole:.0f}/s")
             print(
-                f"live chunks/s (100 x 100) / whole responses/s: "
+                f"live chunks/s (100 x {scale(100):,}) / whole responses/s: "
                 f"{rates['100x100'] / whole:.2f} (goal >= 0.5)"
             )
             live_cpu, whole_cpu = cpu.spent["100x100"], cpu.spent["whole"]
             print(
-                f"CPU per live chunk (100 x 100): worker {live_cpu['worker'] * 1e6:.1f} us, "
-                f"Redis {live_cpu['redis'] * 1e6:.1f} us; per whole small response: worker "
+                f"CPU per live chunk (100 x {scale(100):,}): worker "
+                f"{live_cpu['worker'] * 1e6:.1f} us, Redis {live_cpu['redis'] * 1e6:.1f} us; "
+                f"per whole small response: worker "
                 f"{whole_cpu['worker'] * 1e6:.1f} us, Redis {whole_cpu['redis'] * 1e6:.1f} us; "
                 f"worker CPU per whole response / per live chunk: "
                 f"{whole_cpu['worker'] / live_cpu['worker']:.2f}"
+            )
+            long_cpu = cpu.spent["4x2500"]
+            print(
+                f"CPU per live chunk (4 x {scale(2500):,}): worker {long_cpu['worker'] * 1e6:.1f} "
+                f"us, Redis {long_cpu['redis'] * 1e6:.1f} us"
             )
             for streams, chunks in ((100, scale(100)), (2, scale(2500))):
                 per, log, raw = memory_per_open_stream(server.url, settings, streams, chunks)
@@ -430,6 +451,11 @@ def main() -> int:
                     f"of which its log {log / 1024:.1f} KiB (its chunks' payloads: "
                     f"{raw / 1024:.1f} KiB)"
                 )
+            memory = _memory_mib(fleet.workers[0].process.pid)
+            print(
+                f"worker memory after the run: RSS {memory['VmRSS']:.1f} MiB, "
+                f"peak {memory['VmHWM']:.1f} MiB"
+            )
         finally:
             fleet.kill_all()
             server.kill()
