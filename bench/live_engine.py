@@ -30,12 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench.live, run 
 from bench.live import _chat, plain_pieces, think_pieces
 
 SHAPES = (("plain", 100), ("think", 100), ("plain", 2500), ("think", 2500))
-CHUNKS_PER_ROUND = 20_000
 
 
-def _streams(kind: str, chunks: int) -> list[list[bytes]]:
+def _streams(kind: str, chunks: int, per_round: int = 20_000) -> list[list[bytes]]:
     pieces = plain_pieces(chunks - 1) if kind == "plain" else think_pieces(chunks - 1)
-    count = max(1, CHUNKS_PER_ROUND // chunks)
+    count = max(1, per_round // chunks)
     return [_chat(f"{kind}-{number}", pieces) for number in range(count)]
 
 
@@ -60,17 +59,25 @@ def _round(streams: list[list[bytes]]) -> float:
     return (time.process_time() - started) / total * 1e6
 
 
-def measure(rounds: int) -> dict[str, list[float]]:
-    made = {f"{kind} x {chunks}": _streams(kind, chunks) for kind, chunks in SHAPES}
+def measure(rounds: int, per_round: int) -> dict[str, list[float]]:
+    made = {f"{kind} x {chunks}": _streams(kind, chunks, per_round) for kind, chunks in SHAPES}
     for streams in made.values():
         _round(streams[:2])  # warm up: imports, caches
     return {name: [_round(streams) for _ in range(rounds)] for name, streams in made.items()}
 
 
-def _child(service: Path, rounds: int) -> dict[str, list[float]]:
+def _child(service: Path, rounds: int, per_round: int) -> dict[str, list[float]]:
     env = dict(os.environ, PYTHONPATH=f"{service}:{Path(__file__).resolve().parents[1]}")
     out = subprocess.run(
-        [sys.executable, __file__, "--rounds", str(rounds), "--json"],
+        [
+            sys.executable,
+            __file__,
+            "--rounds",
+            str(rounds),
+            "--per-round",
+            str(per_round),
+            "--json",
+        ],
         env=env,
         check=True,
         capture_output=True,
@@ -85,6 +92,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--against", type=Path, help="another checkout, measured alternately")
     parser.add_argument("--alternations", type=int, default=4)
+    parser.add_argument("--per-round", type=int, default=20_000, help="chunks of each shape")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -96,10 +104,10 @@ def main() -> int:
         pstats.Stats(profile).sort_stats("tottime").print_stats(30)
         return 0
     if args.json:
-        print(json.dumps(measure(args.rounds)))
+        print(json.dumps(measure(args.rounds, args.per_round)))
         return 0
     if args.against is None:
-        for name, values in measure(args.rounds).items():
+        for name, values in measure(args.rounds, args.per_round).items():
             print(f"{name:>13}: {statistics.median(values):6.2f} µs CPU per chunk")
         return 0
     here = Path(__file__).resolve().parents[1] / "service"
@@ -107,7 +115,7 @@ def main() -> int:
     sides: dict[str, dict[str, list[float]]] = {"this": {}, "against": {}}
     for _ in range(args.alternations):
         for side, service in (("against", there), ("this", here)):
-            for name, values in _child(service, args.rounds).items():
+            for name, values in _child(service, args.rounds, args.per_round).items():
                 sides[side].setdefault(name, []).extend(values)
     for name in sides["this"]:
         before = statistics.median(sides["against"][name])
