@@ -10,7 +10,8 @@ them at the end.
 
 `stream_names` gives each test its own keys (streams, and the conversation prefix) under one
 fresh hash tag inside that prefix, and deletes every key under the tag afterwards, so tests
-never see each other's entries and leave nothing behind.
+never see each other's entries and leave nothing behind. `client` (or `redis_client`, where
+`client` names an SDK's) is a client of that Redis, closed after the test.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ import urllib.parse
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import pytest
 from hypothesis import settings
+
+if TYPE_CHECKING:
+    import redis
 
 # CI runs the property tests with a fixed seed, so a pass or failure there is reproducible
 # (`.ci/run` sets CI=1); everywhere else each run explores new inputs, which is how the
@@ -124,6 +128,20 @@ def stream_names(redis_url: str) -> Iterator[dict[str, str]]:
     }
     yield names
     delete_keys(redis_url, f"{{{tag}}}*")
+
+
+def _redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A client of the suite's Redis, closed after the test."""
+    import redis
+
+    connection = redis.Redis.from_url(redis_url)
+    yield connection
+    connection.close()
+
+
+client = pytest.fixture(_redis_client, name="client")
+redis_client = pytest.fixture(_redis_client, name="redis_client")
+"""One client under the two names the tests use (`redis_client` where `client` is an SDK's)."""
 
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"

@@ -48,11 +48,16 @@ LAYER_OF_MODULE: tuple[tuple[str, str], ...] = (
 )
 TOP = "thoughtline"
 """The package itself (`__init__.py`, the public API) stands with the API."""
+FACES: dict[str, str] = {"thoughtline.replay": "api"}
+"""Packages whose `__init__.py` is a public face standing higher than their modules:
+`thoughtline.replay.convert_contents` is the API's (it looks up the rows it hands the engine)."""
 
 
 def layer_of(module: str) -> str:
     if module == TOP:
         return "api"
+    if module in FACES:
+        return FACES[module]
     for prefix, layer in LAYER_OF_MODULE:
         if module == prefix or module.startswith(prefix + "."):
             return layer
@@ -67,11 +72,22 @@ def module_name(path: Path) -> str:
 MODULES: dict[str, Path] = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
+LAZY_MAP = "_LOADED_ON_FIRST_USE"
+"""A package's names imported at first use, by module name: each module it names counts as
+imported (the import runs later, but it runs)."""
+
+
 def imported_modules(path: Path, known: set[str]) -> Iterator[str]:
     """The package's modules a file imports, at any depth of its code: `from a import b`
-    counts as importing `a.b` when that is a module, else `a`."""
+    counts as importing `a.b` when that is a module, else `a`; and the modules a package names
+    in its map of names loaded on first use."""
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and _assigns(node, LAZY_MAP):
+            assert isinstance(node.value, ast.Dict), f"{path}: {LAZY_MAP} is not a dict literal"
+            for value in node.value.values:
+                assert isinstance(value, ast.Constant) and isinstance(value.value, str), path
+                yield value.value
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == TOP:
                     yield alias.name
@@ -81,6 +97,11 @@ def imported_modules(path: Path, known: set[str]) -> Iterator[str]:
             for alias in node.names:
                 submodule = f"{node.module}.{alias.name}"
                 yield submodule if submodule in known else node.module
+
+
+def _assigns(node: ast.Assign | ast.AnnAssign, name: str) -> bool:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return any(isinstance(target, ast.Name) and target.id == name for target in targets)
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -150,6 +171,25 @@ def test_layers_import_only_downwards() -> None:
 )
 def test_the_cycle_finder_finds_cycles(graph: dict[str, set[str]], cycle: list[str] | None) -> None:
     assert find_cycle(graph) == cycle
+
+
+def test_a_lazily_named_module_counts_as_imported() -> None:
+    """The first-use maps are read: the replay face names the API's `convert_contents`, the
+    inspection package only its own modules."""
+    graph = import_graph()
+    assert "thoughtline.api" in graph["thoughtline.replay"]
+    assert "thoughtline.inspection.request" in graph["thoughtline.inspection"]
+    assert "thoughtline.providers.detection" in graph[TOP]
+
+
+def test_an_engine_importing_a_higher_face_is_caught() -> None:
+    """An engine module that imports the replay package's face (not one of its modules) goes
+    up: the face reaches the API."""
+    graph = import_graph()
+    graph["thoughtline.replay.history"] = {"thoughtline.replay"}
+    assert upward_imports(graph) == [
+        "thoughtline.replay.history (engines) -> thoughtline.replay (api)"
+    ]
 
 
 def test_an_upward_import_is_caught() -> None:

@@ -48,9 +48,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("providers/openai_chat/body.py", "model_length"): (
         "a Mistral body detection cannot tell from Chat reads as Chat, with the same finish"
     ),
-    ("replay/contents.py", "thoughtSignature"): (
-        "convert_contents reads Gemini-style contents (ADK, Vertex) by design"
-    ),
 }
 
 
@@ -120,12 +117,7 @@ def test_a_name_used_outside_its_folder_is_found(provider: str, name: str, place
 ENGINES = ("streams", "replay", "inspection")
 """Format-agnostic folders: handed the row they need, they never name a format."""
 
-ENGINE_EXCEPTIONS: dict[str, str] = {
-    "replay/contents.py": (
-        "convert_contents is public as `thoughtline.replay.convert_contents(contents, to)`, "
-        "a Gemini-style history to a named OpenAI format"
-    ),
-}
+ENGINE_EXCEPTIONS: dict[str, str] = {}
 
 
 def format_names_in_engines(names: frozenset[str]) -> list[str]:

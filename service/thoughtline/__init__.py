@@ -8,10 +8,10 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from thoughtline.contract.errors import NormalizeError, ThoughtlineError, UnknownFormatError
+from thoughtline.contract.first_use import loaded_on_first_use
 from thoughtline.contract.record import Delta, Detection, Record, ToolCall, Usage, decode, encode
 
 if TYPE_CHECKING:
@@ -26,14 +26,7 @@ _LOADED_ON_FIRST_USE: Final = {
 """The readers, imported at first use: `import thoughtline` (and so every command of the
 command line, `--version` included) does not load every provider and the inline scanner."""
 
-
-def __getattr__(name: str) -> Any:
-    module = _LOADED_ON_FIRST_USE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'thoughtline' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = loaded_on_first_use(__name__, globals(), _LOADED_ON_FIRST_USE)
 
 
 __all__ = [

@@ -17,11 +17,11 @@ only a payload it refuses is looked at as a recorded stream.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from thoughtline.contract.errors import NormalizeError
+from thoughtline.contract.errors import NormalizeError, ReplayError
 from thoughtline.contract.record import Delta, Record
 from thoughtline.providers.detection import (
     classify,
@@ -29,7 +29,7 @@ from thoughtline.providers.detection import (
     is_stream_event,
     stream_format,
 )
-from thoughtline.providers.registry import format_named
+from thoughtline.providers.registry import FORMAT_ROWS, FORMATS_BY_NAME, format_named
 from thoughtline.reading.compose import decode
 from thoughtline.reading.payload import DEFAULT_MAX_PAYLOAD_BYTES, CheckedPayload, check_payload
 from thoughtline.reading.turn import VisibleTextReading
@@ -40,11 +40,14 @@ from thoughtline.streams.reading import stream_deltas, whole_body_delta
 
 if TYPE_CHECKING:
     from thoughtline.inspection.request import RequestInspection
+    from thoughtline.replay.contents import ConvertedHistory
     from thoughtline.replay.history import History
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
+    "ConversionTarget",
     "build_history",
+    "convert_contents",
     "deltas",
     "encode_history",
     "inspect_request",
@@ -198,6 +201,23 @@ def encode_history(history: History) -> bytes:
     from thoughtline.replay import history as history_engine
 
     return history_engine.encode_history(history, format_named(history.format))
+
+
+ConversionTarget = Literal["openai_chat", "openai_responses"]
+"""The formats `convert_contents` writes: those whose row has a `write_history_turn`."""
+
+
+def convert_contents(contents: Any, to: ConversionTarget) -> ConvertedHistory:
+    """A Gemini-style history (`contents`: a list, or its JSON bytes) as the request items of
+    `to`: Chat messages or Responses input items (see `thoughtline.replay`)."""
+    from thoughtline.replay import contents as contents_engine  # not needed for responses
+
+    source = format_named("gemini")
+    target = FORMATS_BY_NAME.get(to)
+    if target is None or target.write_history_turn is None or source.read_history is None:
+        targets = ", ".join(row.name for row in FORMAT_ROWS if row.write_history_turn)
+        raise ReplayError(f"contents convert to {targets}, not {to!r}")
+    return contents_engine.convert_history(contents, source.read_history, target.write_history_turn)
 
 
 def is_reasoning_only(record: Record) -> bool:

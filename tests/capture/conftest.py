@@ -1,8 +1,11 @@
 """Fixtures of the capture tests: a replaying HTTP server, a publisher on this test's own
-stream with its own metrics registry, and a way to read what was published."""
+stream with its own metrics registry, a way to read what was published, and the optional
+content decoders made to look missing."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +16,7 @@ import redis
 from prometheus_client import CollectorRegistry
 
 from tests.capture.replay import ReplayServer
-from thoughtline.capture import Publisher
+from thoughtline.capture import Publisher, encodings
 
 RECORDED = Path(__file__).parent / "recorded"
 """Small recorded bodies and streams of our own (each with its `.source.txt`)."""
@@ -44,13 +47,6 @@ def publisher(redis_url: str, stream: str, registry: CollectorRegistry) -> Itera
     made.close(5)
 
 
-@pytest.fixture
-def redis_client(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url)
-    yield client
-    client.close()
-
-
 def published(
     client: redis.Redis, stream: str, count: int, timeout: float = 10.0
 ) -> list[dict[str, bytes]]:
@@ -73,3 +69,29 @@ def meta_of(fields: dict[str, bytes]) -> dict[str, object]:
 def dropped(registry: CollectorRegistry, reason: str) -> float:
     value = registry.get_sample_value("thoughtline_capture_dropped_total", {"reason": reason})
     return value or 0.0
+
+
+BROTLI_MODULES = ("brotli", "brotlicffi")
+ZSTD_MODULES = ("compression.zstd", "backports.zstd", "zstandard")
+"""The optional decoders, in the order capture looks for them (`compression.zstd`, the
+standard library's, from Python 3.14 on)."""
+
+
+@contextlib.contextmanager
+def without(*modules: str) -> Iterator[None]:
+    """Capture's optional decoders looked up again as if `modules` were not installed (an
+    import of a module set to None in `sys.modules` fails), then again as they are. The HTTP
+    libraries keep the ones they imported."""
+    missing = object()
+    saved = {name: sys.modules.get(name, missing) for name in modules}
+    encodings._stage_makers.cache_clear()
+    try:
+        sys.modules.update(dict.fromkeys(modules))
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is missing:
+                del sys.modules[name]
+            else:
+                sys.modules[name] = module  # type: ignore[assignment]
+        encodings._stage_makers.cache_clear()

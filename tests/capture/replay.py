@@ -1,17 +1,72 @@
 """A local HTTP server that answers each request with the next queued reply, byte for byte:
 whole (Content-Length), chunked in pieces, or cut half-way (stalled, or the connection
-dropped). Requests are kept for the tests to look at."""
+dropped), in any content encoding (`encode`). Requests are kept for the tests to look at."""
 
 from __future__ import annotations
 
 import collections
 import gzip
 import http.server
+import re
 import threading
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+import brotli
+import zstandard
+
 Mode = Literal["whole", "chunked", "stall_half", "break_half"]
+
+
+Encoder = tuple[Callable[[bytes], bytes], Callable[[], bytes], Callable[[], bytes]]
+"""One encoding's compress, flush (what it holds, as a server streaming it sends each event)
+and finish."""
+
+
+def _encoder(encoding: str) -> Encoder:
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        deflater = zlib.compressobj(wbits=zlib.MAX_WBITS | (0 if encoding == "deflate" else 16))
+        return deflater.compress, lambda: deflater.flush(zlib.Z_SYNC_FLUSH), deflater.flush
+    if encoding == "br":
+        compressor = brotli.Compressor()
+        return compressor.process, compressor.flush, compressor.finish
+    assert encoding == "zstd", encoding
+    zstd = zstandard.ZstdCompressor().compressobj()
+    return (
+        zstd.compress,
+        lambda: zstd.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK),
+        lambda: zstd.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH),
+    )
+
+
+def encode(
+    body: bytes, content_encoding: str, *, flush_events: bool = False, end: bool = True
+) -> bytes:
+    """`body` in the encodings a `Content-Encoding` value lists, applied in its order (the
+    first listed first, each on the one before's output). `flush_events`: every encoder
+    flushed after each event (up to each empty line), as a server streaming it does.
+    `end=False`: flushed at the end but not ended, a valid beginning of an encoded body that
+    decodes to `body` exactly (for a decoder to meet damaged bytes after it)."""
+    chain = [
+        _encoder(encoding)
+        for encoding in (part.strip() for part in content_encoding.lower().split(","))
+        if encoding not in ("", "identity")
+    ]
+    pieces = re.findall(rb".*?\n\n|.+", body, re.DOTALL) if flush_events else [body]
+    encoded = []
+    for index, piece in enumerate(pieces):
+        flush = flush_events or (not end and index == len(pieces) - 1)
+        for compress, flushed, _ in chain:
+            piece = compress(piece) + (flushed() if flush else b"")
+        encoded.append(piece)
+    if end:
+        tail = b""
+        for compress, _, finish in chain:
+            tail = compress(tail) + finish()
+        encoded.append(tail)
+    return b"".join(encoded)
 
 
 @dataclass
@@ -22,6 +77,10 @@ class Reply:
     mode: Mode = "whole"
     gzip: bool = False
     pieces: int = 8
+    encoding: str = ""
+    """The `Content-Encoding` to send the body in (`gzip=True` is `encoding="gzip"`)."""
+    wire: bytes | None = None
+    """The bytes to send as they are, instead of the body encoded (a damaged encoding)."""
 
 
 @dataclass
@@ -71,11 +130,14 @@ class ReplayServer:
                 reply = replay.replies.popleft() if replay.replies else replay.default
                 if reply is None:
                     reply = Reply(b'{"error": "nothing queued"}', status=404)
-                data = gzip.compress(reply.body) if reply.gzip else reply.body
+                encoding = "gzip" if reply.gzip else reply.encoding
+                data = reply.wire
+                if data is None:
+                    data = gzip.compress(reply.body) if reply.gzip else encode(reply.body, encoding)
                 self.send_response(reply.status)
                 self.send_header("content-type", reply.content_type)
-                if reply.gzip:
-                    self.send_header("content-encoding", "gzip")
+                if encoding:
+                    self.send_header("content-encoding", encoding)
                 if reply.mode == "whole":
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()

@@ -32,7 +32,7 @@ CUSTOM_RESOURCE_KINDS = frozenset(
 )
 
 # The value sets CI renders, lints and validates: defaults, every optional resource on, and the
-# OTLP export.
+# OTLP export with its ServiceMonitor.
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "keda-servicemonitor": {
@@ -62,6 +62,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
             },
             "content": {"thinking": False},
             "collectorTo": [{"ipBlock": {"cidr": "10.0.0.0/8"}}],
+            "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
         },
     },
 }

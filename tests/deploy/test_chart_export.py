@@ -170,6 +170,7 @@ def test_no_network_policy_for_the_export_when_policies_are_off() -> None:
     ("values", "message"),
     [
         ({"export": {"enabled": True}}, r"export\.otlp\.endpoint"),
+        (_enabled(metricsPort=0, serviceMonitor={"enabled": True}), r"export\.metricsPort"),
     ],
 )
 def test_what_the_export_cannot_run_with_fails_at_render(
@@ -189,6 +190,54 @@ def test_the_export_pods_get_the_metrics_port_and_probes() -> None:
     assert readiness["initialDelaySeconds"] == 5
     arguments = build_parser().parse_args(["export", "otlp", *container["args"]])
     assert (arguments.metrics_port, arguments.metrics_host) == (9465, "0.0.0.0")
+
+
+def test_the_export_service_monitor_scrapes_the_export_pods_metrics_port() -> None:
+    """Service and ServiceMonitor of their own, as the workers have: the monitor selects the
+    export's Service, which selects the export pods' `metrics` port (9465)."""
+    values = chart.VARIANTS["export"]
+    monitor = _named(values, "ServiceMonitor", EXPORT_NAME)
+    service = _named(values, "Service", EXPORT_NAME)
+    pod = _named(values, "Deployment", EXPORT_NAME)["spec"]["template"]["metadata"]
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert _matches(monitor["spec"]["selector"]["matchLabels"], service["metadata"]["labels"])
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [chart.NAMESPACE]}
+    assert monitor["spec"]["endpoints"] == [
+        {"port": "metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}
+    ]
+    assert _matches(service["spec"]["selector"], pod["labels"])
+    assert service["spec"]["ports"] == [
+        {"name": "metrics", "port": 9465, "targetPort": "metrics", "protocol": "TCP"}
+    ]
+    assert _container(values)["ports"][0]["name"] == "metrics"
+
+
+def test_the_workers_and_the_exports_monitors_select_their_own_services_only() -> None:
+    values = {**chart.VARIANTS["export"], "serviceMonitor": {"enabled": True}}
+    monitors = {
+        document["metadata"]["name"]: document["spec"]["selector"]["matchLabels"]
+        for document in chart.documents(values)
+        if document["kind"] == "ServiceMonitor"
+    }
+    services = {
+        document["metadata"]["name"]: document["metadata"]["labels"]
+        for document in chart.documents(values)
+        if document["kind"] == "Service"
+    }
+    assert sorted(monitors) == sorted(services) == sorted([chart.FULLNAME, EXPORT_NAME])
+    for monitor, selector in monitors.items():
+        selected = [name for name, labels in services.items() if _matches(selector, labels)]
+        assert selected == [monitor]
+
+
+def test_the_export_service_monitor_is_off_unless_asked() -> None:
+    """Neither the export's Service nor its ServiceMonitor without `export.serviceMonitor`;
+    the workers' switch does not turn it on."""
+    values = {**_enabled(), "serviceMonitor": {"enabled": True}}
+    names = {(d["kind"], d["metadata"]["name"]) for d in chart.documents(values)}
+    assert ("ServiceMonitor", EXPORT_NAME) not in names
+    assert ("Service", EXPORT_NAME) not in names
+    assert ("ServiceMonitor", chart.FULLNAME) in names
 
 
 def test_metrics_port_zero_serves_nothing_and_probes_nothing() -> None:
@@ -220,6 +269,8 @@ def test_the_export_runs_with_several_partitions() -> None:
         {"otlp": {"endpoint": "collector:4318"}},
         {"collectorPorts": [0]},
         {"content": {"reasoning": False}},
+        {"serviceMonitor": {"interval": "30 seconds"}},
+        {"serviceMonitor": {"port": "metrics"}},
     ],
     ids=repr,
 )

@@ -1,20 +1,13 @@
-"""Fixtures of the export tests: a client of the suite's Redis and a local OTLP receiver."""
+"""Fixtures of the export tests: a local OTLP receiver (the Redis client is the suite's, in
+tests/conftest.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-import redis
 
 from tests.export.receiver import Receiver, running_receiver
-
-
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(redis_url)
-    yield connection
-    connection.close()
 
 
 @pytest.fixture

@@ -38,13 +38,6 @@ def server() -> Iterator[ReplayServer]:
     replay.stop()
 
 
-@pytest.fixture
-def redis_client(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url)
-    yield client
-    client.close()
-
-
 async def test_the_application_span_is_the_parent_of_the_exported_span(
     redis_url: str,
     stream_names: dict[str, str],

@@ -429,6 +429,15 @@ def test_bedrock_cache_writes_are_read_from_its_usage() -> None:
     assert span.attributes["gen_ai.usage.cache_creation.input_tokens"] == 7
 
 
+def test_a_gateways_relayed_cache_writes_reach_the_span() -> None:
+    """The golden Chat body a gateway relayed Claude's usage in: its cache writes go out."""
+    golden = dict(GOLDEN)["openai_chat/usage-gateway-cache-writes"]
+    attributes = span_of(golden, PUBLISHED_MS).attributes
+    assert attributes["gen_ai.usage.cache_creation.input_tokens"] == 1500
+    assert attributes["gen_ai.usage.cache_read.input_tokens"] == 2000
+    assert attributes["gen_ai.usage.input_tokens"] == 3512  # writes and reads included
+
+
 @pytest.mark.parametrize(
     ("format_name", "provider", "usage", "expected"),
     [
@@ -436,10 +445,21 @@ def test_bedrock_cache_writes_are_read_from_its_usage() -> None:
         ("bedrock_converse", "amazon_bedrock", b'{"inputTokens":3}', None),
         ("anthropic", "anthropic", b'{"cache_creation_input_tokens":"3"}', None),
         ("anthropic", "anthropic", b"[1]", None),
-        # a Chat-shaped usage names no cache writes of its own: another format's name is not read
-        ("openai_chat", "openai", b'{"cache_creation_input_tokens":4}', None),
+        # gateways serving Claude as Chat relay Anthropic's count (docs/openai-compatible.md)
+        ("openai_chat", "openai", b'{"prompt_tokens":9,"cache_creation_input_tokens":4}', 4),
+        ("openai_chat", "openai", b'{"prompt_tokens":9}', None),
+        # Bedrock's name is Bedrock's alone: a Chat usage holding it reports no cache writes
+        ("openai_chat", "openai", b'{"cacheWriteInputTokens":4}', None),
     ],
-    ids=["bedrock-older-name", "bedrock-none", "not-an-integer", "not-an-object", "chat"],
+    ids=[
+        "bedrock-older-name",
+        "bedrock-none",
+        "not-an-integer",
+        "not-an-object",
+        "chat-relayed",
+        "chat-none",
+        "chat-other-formats-name",
+    ],
 )
 def test_cache_writes_come_from_the_format_s_own_usage_reader(
     format_name: str, provider: str, usage: bytes, expected: int | None

@@ -4,12 +4,22 @@ peer agent's turn rebuilt as context)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
+import thoughtline.api
 from thoughtline.contract.errors import EmptyHistoryError, ReplayError, UnsupportedPartError
+from thoughtline.providers.registry import FORMAT_ROWS
 from thoughtline.replay import ConversionTarget, convert_contents, rebuild_foreign_content
+from thoughtline.replay.contents import (
+    HistoryCall,
+    HistoryReading,
+    HistoryResult,
+    HistoryText,
+    HistoryTurn,
+    convert_history,
+)
 
 TARGETS: list[ConversionTarget] = ["openai_chat", "openai_responses"]
 SIGNATURE = "c2lnbmF0dXJlLWJ5dGVz"
@@ -270,3 +280,43 @@ def test_a_peers_thought_marked_call_keeps_its_description_unflagged() -> None:
     items = convert_contents([rebuilt], "openai_chat").items
     assert "peer scratch" not in texts_of(items)
     assert "`lookup`" in texts_of(items) and "`fetch`" in texts_of(items)
+
+
+def test_the_public_name_is_the_apis_lookup() -> None:
+    """`thoughtline.replay.convert_contents` is the API's: the engine below it names no format."""
+    assert convert_contents is thoughtline.api.convert_contents
+
+
+def test_the_targets_are_the_rows_that_write_a_history() -> None:
+    writers = [row.name for row in FORMAT_ROWS if row.write_history_turn is not None]
+    assert sorted(get_args(ConversionTarget)) == sorted(writers)
+    assert [row.name for row in FORMAT_ROWS if row.read_history is not None] == ["gemini"]
+
+
+@pytest.mark.parametrize("target", ["anthropic", "gemini", "cohere"])
+def test_a_target_no_row_writes_is_refused(target: str) -> None:
+    with pytest.raises(ReplayError, match=f"openai_chat, openai_responses, not '{target}'"):
+        convert_contents([user({"text": "hi"})], target)  # type: ignore[arg-type]
+
+
+def test_the_engine_writes_what_the_handed_reader_read() -> None:
+    """The format-agnostic half: the reader's turns, each through the writer, in order; the
+    reader's drops kept; a history that writes nothing is empty."""
+    turns = [
+        HistoryTurn("assistant", [HistoryText("a"), HistoryCall("c1", "f", "{}")]),
+        HistoryTurn("user", [HistoryResult("c1", "1")]),
+        HistoryTurn("user", []),
+    ]
+
+    def read(history: Any) -> HistoryReading:
+        assert history == ["decoded"]
+        return HistoryReading(turns, ["x.y"])
+
+    def write(turn: HistoryTurn) -> list[dict[str, Any]]:
+        return [{"role": turn.role, "n": len(turn.events)}] if turn.events else []
+
+    converted = convert_history(b'["decoded"]', read, write)
+    assert converted.items == [{"role": "assistant", "n": 2}, {"role": "user", "n": 1}]
+    assert converted.dropped == ["x.y"]
+    with pytest.raises(EmptyHistoryError, match="all 3 contents"):
+        convert_history(["decoded"], read, lambda turn: [])

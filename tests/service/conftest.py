@@ -1,4 +1,5 @@
-"""Fixtures of the service tests: settings on this test's own streams, clients, a clean env."""
+"""Fixtures of the service tests: settings on this test's own streams, a clean env (the Redis
+client is the suite's, in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,6 @@ def settings(redis_url: str, stream_names: dict[str, str]) -> Settings:
     return load_settings(
         redis_url=redis_url, metrics_port=0, block_ms=50, min_idle_ms=60_000, **stream_names
     )
-
-
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(redis_url)
-    yield connection
-    connection.close()
 
 
 @pytest.fixture

@@ -171,6 +171,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if not (or .Values.export.otlp.endpoint .Values.export.otlp.tracesEndpoint) }}
 {{- fail "export.enabled needs export.otlp.endpoint or export.otlp.tracesEndpoint: where the spans go" }}
 {{- end }}
+{{- if and .Values.export.serviceMonitor.enabled (not .Values.export.metricsPort) }}
+{{- fail "export.serviceMonitor.enabled needs export.metricsPort: with 0 the export serves no /metrics" }}
+{{- end }}
 {{- end }}
 
 {{/* The collector's TCP ports, comma-separated: export.collectorPorts, else the endpoint URL's. */}}

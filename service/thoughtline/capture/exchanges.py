@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from thoughtline import client
+from thoughtline.capture.encodings import decodable
 from thoughtline.contract.record import FormatName
 
 Ending = Literal["complete", "closed", "broken"]
@@ -23,7 +24,6 @@ that stops at its terminal event, or a caller that stopped reading); the connect
 
 __all__ = [
     "Capture",
-    "LiveDecoder",
     "LivePiece",
     "entries_of",
     "format_of",
@@ -85,7 +85,8 @@ class Capture:
     ending: Ending = "closed"
     size: int = 0
     response_decoder: Callable[[bytes, str], bytes] | None = None
-    """The HTTP library's own decoding, for encodings other than gzip and deflate."""
+    """The HTTP library's own decoding, for encodings other than gzip and deflate (a body
+    published once, whole)."""
 
 
 @dataclass(slots=True)
@@ -102,63 +103,15 @@ class LivePiece:
     size: int
 
 
-_LIVE_WINDOW_BITS: Final = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16}
-"""zlib's window bits for a content encoding undone as the bytes arrive (deflate's are told
-by its first bytes: `_deflate_window_bits`)."""
-
-
 def streams_live(capture: Capture) -> bool:
     """Whether a response can be published live: a stream (SSE, JSON lines, Gemini's JSON
-    array), plain or in one content encoding zlib undoes as the bytes arrive (gzip, deflate),
-    since the cuts are made in the decoded bytes. Bedrock's binary event stream is captured
-    by its own hooks."""
-    encoding = capture.content_encoding.strip().lower()
-    if encoding not in ("", "identity", "deflate", *_LIVE_WINDOW_BITS):
+    array), plain or in content encodings that can be undone as the bytes arrive (gzip,
+    deflate; br and zstd when their packages are installed; several stacked), since the cuts
+    are made in the decoded bytes (`encodings`). Bedrock's binary event stream is captured by
+    its own hooks."""
+    if not _is_stream(capture) or capture.content_type.startswith(_EVENT_STREAM):
         return False
-    return _is_stream(capture) and not capture.content_type.startswith(_EVENT_STREAM)
-
-
-class LiveDecoder:
-    """A response body's content encoding undone chunk by chunk, for the live cuts; the
-    chunks themselves go on to the SDK unchanged. Identity passes bytes through."""
-
-    __slots__ = ("_encoding", "_head", "_inflater")
-
-    def __init__(self, content_encoding: str) -> None:
-        self._encoding = content_encoding.strip().lower()
-        self._head = b""
-        """A deflate body's first bytes, until there are two: they say which deflate it is."""
-        self._inflater: Any = None
-        if self._encoding in _LIVE_WINDOW_BITS:
-            self._inflater = zlib.decompressobj(_LIVE_WINDOW_BITS[self._encoding])
-
-    def decode(self, data: bytes) -> bytes:
-        """The decoded bytes that `data` gives (often fewer or none: zlib holds some back)."""
-        if self._encoding in ("", "identity"):
-            return data
-        if self._inflater is None:
-            self._head += data
-            if len(self._head) < 2:
-                return b""
-            data, self._head = self._head, b""
-            self._inflater = zlib.decompressobj(_deflate_window_bits(data))
-        return bytes(self._inflater.decompress(data))
-
-    def end(self) -> bytes:
-        """What zlib still holds when the body ends (for a body cut short, what it can)."""
-        if self._inflater is None:
-            return b""
-        return bytes(self._inflater.flush())
-
-
-def _deflate_window_bits(head: bytes) -> int:
-    """`deflate` as the HTTP spec means it (a zlib stream), or gzip, or raw deflate as some
-    servers send it, told apart by the first two bytes."""
-    if head.startswith(b"\x1f\x8b"):
-        return zlib.MAX_WBITS | 16
-    if head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
-        return zlib.MAX_WBITS
-    return -zlib.MAX_WBITS
+    return decodable(capture.content_encoding)
 
 
 def live_entry_of(piece: LivePiece) -> dict[str, bytes]:

@@ -7,7 +7,7 @@ replaced by one that hands each chunk on at once and keeps a reference to it. Wh
 ends, or the caller stops reading, or the connection breaks, the chunks go to the publisher's
 buffer in one append; everything else (joining, decoding, `meta`, `XADD`) happens on the
 publisher's thread. With `live=True` a streamed response is cut as it arrives
-(`streams.framing.StreamCutter`, after undoing a gzip or deflate encoding on a copy) and each
+(`streams.framing.StreamCutter`, after undoing its content encoding on a copy) and each
 whole SSE event, JSON line or JSON-array element goes to the buffer at once as a live entry
 (docs/live.md), the end as a `final` one. A failure inside the capture
 itself is logged at DEBUG and never reaches the caller.
@@ -31,13 +31,8 @@ from typing import Any, Final, Self
 
 from prometheus_client import CollectorRegistry
 
-from thoughtline.capture.exchanges import (
-    Capture,
-    LiveDecoder,
-    LivePiece,
-    format_of,
-    streams_live,
-)
+from thoughtline.capture.encodings import LiveDecoder
+from thoughtline.capture.exchanges import Capture, LivePiece, format_of, streams_live
 from thoughtline.capture.publisher import CLOSE_TIMEOUT_SECONDS, Publisher, shared_publisher
 from thoughtline.client import INPUT_STREAM
 from thoughtline.contract.record import FormatName

@@ -15,8 +15,9 @@ the text itself); `conversation` holds the per-conversation rules. The Redis sid
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from thoughtline.contract.first_use import loaded_on_first_use
 
 if TYPE_CHECKING:
     from thoughtline.inspection.conversation import (
@@ -44,14 +45,7 @@ _LOADED_ON_FIRST_USE: Final = {
 reading a response needs neither the fingerprints (hashlib) nor the conversation rules
 (the replay engine)."""
 
-
-def __getattr__(name: str) -> Any:
-    module = _LOADED_ON_FIRST_USE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'thoughtline.inspection' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = loaded_on_first_use(__name__, globals(), _LOADED_ON_FIRST_USE)
 
 
 __all__ = [

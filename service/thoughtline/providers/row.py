@@ -14,6 +14,7 @@ from thoughtline.inspection import readers
 from thoughtline.providers.shape import Probes
 from thoughtline.reading.turn import VisibleTextReading
 from thoughtline.replay import parts
+from thoughtline.replay.contents import HistoryReader, TurnWriter
 from thoughtline.streams.base import Assembler, StreamRun
 
 RequestReader = Callable[[dict[str, Any]], readers.RequestReading]
@@ -69,6 +70,12 @@ class Format:
     cache_write_tokens: CacheWriteReader = no_cache_writes
     """Prompt tokens written to the provider's cache, from the record's `native_usage`, for
     the export (the record's `usage` counts them inside `input_tokens` only)."""
+    read_history: HistoryReader | None = None
+    """A history in this format's request shape read into neutral turns, for
+    `convert_contents` (Gemini's `contents`; its folder's `contents.py`)."""
+    write_history_turn: TurnWriter | None = None
+    """A converted history's turn as this format's request items (Chat messages, Responses
+    input items); None: `convert_contents` does not convert to this format."""
     history_field: str = "messages"
     """The request-body field the next-turn history goes into."""
     stream_family: FormatName | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.gemini import body, replay, request, shape, stream
+from thoughtline.providers.gemini import body, contents, replay, request, shape, stream
 from thoughtline.providers.row import Format
 
 ROW: Final = Format(
@@ -19,6 +19,7 @@ ROW: Final = Format(
     replay_message=None,
     shape=shape.PROBES,
     opaque_values=replay.opaque_values,
+    read_history=contents.read_contents,
     history_field="contents",
     tool_call_ids=False,
 )

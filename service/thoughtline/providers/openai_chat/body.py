@@ -162,6 +162,12 @@ class UsageView(msgspec.Struct):
     cached_tokens: int | None = None  # Moonshot's and Together's name for cache reads
 
 
+class CacheWritesView(msgspec.Struct):
+    cache_creation_input_tokens: int | None = None
+    """Anthropic's count of prompt tokens written to its cache, which gateways serving Claude
+    in the Chat shape relay beside the Chat counts (LiteLLM, the Vercel AI Gateway)."""
+
+
 class ContentTexts(msgspec.Struct, kw_only=True):
     """What a message's content yields: visible texts, native thinking blocks, a refusal."""
 
@@ -311,6 +317,14 @@ def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
         cached_input_tokens=cached,
         total_tokens=total,
     )
+
+
+def cache_write_tokens(native_usage: bytes) -> int | None:
+    """A relayed `cache_creation_input_tokens` of a record's `native_usage` (the export's
+    cache-write count; `prompt_tokens` already counts those tokens); None when absent or not
+    an integer."""
+    counts = probe_view(native_usage, CacheWritesView)
+    return counts.cache_creation_input_tokens if counts is not None else None
 
 
 def read_message(

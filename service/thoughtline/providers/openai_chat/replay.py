@@ -1,5 +1,5 @@
 """Chat turns going back: the one message object (see `replay/messages.py`); a turn rebuilt
-from another format's record."""
+from another format's record; a converted history's turn as Chat messages."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from thoughtline.contract.record import ToolCall
+from thoughtline.replay.contents import HistoryCall, HistoryResult, HistoryText, HistoryTurn
 from thoughtline.replay.parts import MessageFormat, OpaqueValues, strings_named
 from thoughtline.replay.rebuild import arguments_string
 
@@ -40,6 +41,34 @@ def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> 
             for call, call_id in zip(calls, ids, strict=True)
         ]
     return [message]
+
+
+def history_items(turn: HistoryTurn) -> list[dict[str, Any]]:
+    """One assistant message per model turn; a user turn's tool results first, as Chat needs."""
+    text = "".join(event.text for event in turn.events if isinstance(event, HistoryText))
+    if turn.role == "assistant":
+        calls = [event for event in turn.events if isinstance(event, HistoryCall)]
+        if not text and not calls:
+            return []
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in calls
+            ]
+        return [message]
+    items: list[dict[str, Any]] = [
+        {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
+        for event in turn.events
+        if isinstance(event, HistoryResult)
+    ]
+    if text:
+        items.append({"role": "user", "content": text})
+    return items
 
 
 def opaque_values(message: dict[str, Any]) -> OpaqueValues:

@@ -19,5 +19,7 @@ ROW: Final = Format(
     replay_message=replay.MESSAGE,
     shape=shape.PROBES,
     opaque_values=replay.opaque_values,
+    cache_write_tokens=body.cache_write_tokens,
+    write_history_turn=replay.history_items,
     tool_turn_reasoning="reasoning_content",
 )

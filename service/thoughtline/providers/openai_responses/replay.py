@@ -1,11 +1,13 @@
 """Responses turns going back: `reasoning` items (their `id`, `encrypted_content`) byte for
-byte, only before the item they led to; a turn rebuilt from another format's record."""
+byte, only before the item they led to; a turn rebuilt from another format's record; a
+converted history's turn as input items."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
 from thoughtline.contract.record import ToolCall
+from thoughtline.replay.contents import HistoryCall, HistoryText, HistoryTurn
 from thoughtline.replay.parts import (
     OPAQUE,
     OTHER,
@@ -73,6 +75,31 @@ def rebuild_turn(content: str, calls: list[ToolCall], ids: list[str | None]) -> 
         }
         for call, call_id in zip(calls, ids, strict=True)
     )
+    return items
+
+
+def history_items(turn: HistoryTurn) -> list[dict[str, Any]]:
+    """Input items in event order; neighbouring texts of one turn make one message."""
+    items: list[dict[str, Any]] = []
+    for event in turn.events:
+        if isinstance(event, HistoryText):
+            if items and items[-1].get("role") == turn.role:
+                items[-1]["content"] += event.text
+            else:
+                items.append({"role": turn.role, "content": event.text})
+        elif isinstance(event, HistoryCall):
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": event.call_id,
+                    "name": event.name,
+                    "arguments": event.arguments,
+                }
+            )
+        else:
+            items.append(
+                {"type": "function_call_output", "call_id": event.call_id, "output": event.output}
+            )
     return items
 
 

@@ -19,5 +19,6 @@ ROW: Final = Format(
     replay_message=None,
     shape=shape.PROBES,
     opaque_values=replay.opaque_values,
+    write_history_turn=replay.history_items,
     history_field="input",
 )
