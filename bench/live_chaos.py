@@ -132,8 +132,9 @@ class Report:
         ]
 
     def _slowest_line(self) -> str:
-        """The slowest streams, each with the time from the SIGKILL before its last chunk (a
-        killed worker may have held it) to that chunk."""
+        """The slowest streams, each with the SIGKILL nearest before its record, placed against
+        its last chunk (a worker killed before it may have held one of its chunks; a worker
+        started after it reads with no engine kept)."""
         slowest = sorted(self.latencies.items(), key=lambda item: -item[1])[:5]
         described = []
         for name, seconds in slowest:
