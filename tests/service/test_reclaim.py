@@ -252,3 +252,54 @@ async def test_a_dead_workers_live_chunks_are_claimed_together_and_their_streams
 def _expected_record(stream: str) -> bytes:
     whole = b"\n".join(_chat_chunks(stream))
     return thoughtline.encode(thoughtline.normalize(whole, "openai_chat", record_id=stream))
+
+
+async def test_a_busy_worker_leaves_its_own_batch_to_the_others(
+    aclient: redis_asyncio.Redis, client: redis.Redis, eager: Settings, redis_url: str
+) -> None:
+    """A worker still working on its batch past THOUGHTLINE_MIN_IDLE_MS (a worker just
+    started, building its streams' engines from their logs) does not claim that batch itself:
+    the claim would count a delivery and make the other workers wait another idle time for
+    entries queued behind the batch. Another worker claims and finishes them; the busy
+    worker's late work then adds nothing."""
+    streams = [f"busy-{number}" for number in range(5)]
+    busy = Worker(eager, redis_url, consumer="busy")
+    other = Worker(eager, redis_url, consumer="other")
+    release = asyncio.Event()
+    apply = busy.live.handle
+    calls = 0
+
+    async def slow_first_batch(entries: Sequence[DeliveredEntry]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # the reader's batch: held until released
+            await release.wait()
+        await apply(entries)
+
+    busy.live.handle = slow_first_batch  # type: ignore[method-assign]
+    try:
+        await ensure_group(aclient, eager)
+        await _publish_live(aclient, eager, streams, range(6))
+        reading = asyncio.create_task(
+            busy.batches.handle_in_background(await _read_as(aclient, eager, "busy"))
+        )
+        await asyncio.sleep(IDLE_MS / 1000 + 0.05)
+        before = await claims_made(aclient)
+        assert await busy.reclaimer.reclaim_once() == 0
+        assert await claims_made(aclient) == before
+        held = await aclient.xpending_range(eager.input_stream, eager.group, "-", "+", 100)
+        assert {(item["consumer"], item["times_delivered"]) for item in held} == {(b"busy", 1)}
+        assert await other.reclaimer.reclaim_once() == 30
+        release.set()
+        await reading
+        await busy.batches.finish()
+        assert not busy.batches.in_flight
+    finally:
+        release.set()
+        await busy.client.aclose()
+        await other.client.aclose()
+    records = {f[b"id"].decode(): f[b"record"] for _, f in client.xrange(eager.output_stream)}
+    assert records == {stream: _expected_record(stream) for stream in streams}
+    assert client.xlen(eager.output_stream) == len(streams)
+    assert client.xlen(eager.deltas_stream) == 30
+    assert client.xpending(eager.input_stream, eager.group)["pending"] == 0
