@@ -1,16 +1,26 @@
 """What asking every body "are you one stream event?" before reading it would cost.
 
-    python bench/stream_probe.py [--repeat N] [--rounds R] [--gates]
+    python bench/stream_probe.py [--repeat N] [--rounds R] [--gates] [--framing]
 
-With a format given, the front door reads the body at once and looks at a payload as a
-recorded stream only when the body reader refuses it; a stream cut after its first event is
+With a format given, the front door frames SSE and JSON arrays before any reader (their first
+byte tells them) and reads any other body at once, looking at it as JSON lines or one stream
+event only when the body reader refuses it; a bare JSON stream cut after its first event is
 found that way. Deciding it up front instead would run `is_stream_event` (a decode of the
 body's top-level shape) on every body. This prints, per format, that probe's per-process CPU
 time as a fraction of `thoughtline.normalize`'s on the same bodies (bench/payloads.py),
 the two interleaved, the median of --repeat rounds.
 
-2026-12-02, a 2-core machine shared with six other jobs: 0.18 (mistral) to 0.24 (gemini),
-so the one-event case stays decided after the refusal.
+2026-12-02, a 2-core machine shared with six other jobs: 0.18 (mistral) to 0.24 (gemini)
+asking each row's probe; 0.13 to 0.18 with the rows' signs compiled into one function (load
+4-7, 5 rounds of 20), so the one-event case stays decided after the refusal.
+
+With --framing it prints what the up-front tests cost on the synthetic and the corpus bodies
+(the first byte, `holds_several_chunks`, `is_stream_event`), and how many recorded stream
+events the body reader of their own format reads as a body: an up-front decision would give
+those a cut stream's record instead (2026-12-02: the first byte 0.003-0.004, 0.032 on the
+smallest corpus body, as a call of its own; `holds_several_chunks` 0.011-0.013, up to 0.077;
+`is_stream_event` 0.13-0.18, corpus 0.13-0.30; 27 of 278 golden and 14 of 4,436 corpus
+events, all Chat chunks that carry usage, read as bodies).
 
 With --gates it also prints what two cheaper tests before the probe would cost and miss:
 `front`, an anchored match of the first members (up to eight scalar ones, then a member that
@@ -37,8 +47,10 @@ from pathlib import Path
 
 import thoughtline
 from thoughtline.contract.record import KNOWN_FORMATS
-from thoughtline.providers.detection import is_stream_event
-from thoughtline.streams.framing import frame
+from thoughtline.providers.detection import detect_stream_format, is_stream_event
+from thoughtline.providers.registry import format_named
+from thoughtline.streams.base import Chunk
+from thoughtline.streams.framing import frame, holds_several_chunks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import payloads  # beside this script
@@ -132,17 +144,75 @@ def gates(repeat: int, rounds: int) -> None:
             print(f"  {format_name:<18} {name} / normalize = {fraction:.3f}")
 
 
+def corpus_fraction(
+    format_name: str, repeat: int, rounds: int, probe: Callable[[bytes], object]
+) -> float | None:
+    """`probe_fraction` over the format's recorded corpus bodies (None when absent)."""
+    bodies = payloads.format_bodies(format_name)
+    if not bodies:
+        return None
+
+    def normalize(body: bytes) -> object:
+        return thoughtline.normalize(body, format_name)
+
+    fractions = []
+    for _ in range(repeat):
+        read = cpu_seconds(normalize, bodies, rounds)
+        fractions.append(cpu_seconds(probe, bodies, rounds) / read)
+    return statistics.median(fractions)
+
+
+def first_byte(body: bytes) -> bool:
+    """What the front door asks of every body with a format given: SSE or a JSON array is
+    framed before any reader (`detection.is_framed_stream` without its framing call, which
+    runs only for a payload that does not start with `{`)."""
+    return body[:1] != b"{"
+
+
+def framing(repeat: int, rounds: int) -> None:
+    """What deciding up front costs, per format, on the synthetic bodies (compact, one line)
+    and on the corpus (pretty-printed): the first-byte test, `holds_several_chunks` (JSON
+    lines too), and `is_stream_event`; and how many recorded stream events the reader of their
+    own format reads as a body (an up-front decision would give those a stream's record)."""
+    tests = (
+        ("first byte", first_byte),
+        ("holds_several_chunks", holds_several_chunks),
+        ("is_stream_event", is_stream_event),
+    )
+    for name, test in tests:
+        for format_name in KNOWN_FORMATS:
+            synthetic = probe_fraction(format_name, repeat, rounds, test)  # type: ignore[arg-type]
+            corpus = corpus_fraction(format_name, repeat, rounds, test)
+            shown = "-" if corpus is None else f"{corpus:.3f}"
+            print(f"  {format_name:<18} {name} / normalize = {synthetic:.3f} (corpus {shown})")
+    for where, found in {name: recorded_events(f) for name, f in RECORDINGS.items()}.items():
+        read = sum(_read_as_body(event) for event in found)
+        print(f"{where}: {read} of {len(found)} stream events read as a body of their format")
+
+
+def _read_as_body(event: bytes) -> bool:
+    own = detect_stream_format([Chunk(0, None, event)])
+    try:
+        format_named(own).read_body(event, record_id=None, meta=None)
+    except thoughtline.NormalizeError:
+        return False
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--gates", action="store_true", help="also the cheaper tests")
+    parser.add_argument("--framing", action="store_true", help="also the framing tests")
     arguments = parser.parse_args()
     for format_name in KNOWN_FORMATS:
         fraction = probe_fraction(format_name, arguments.repeat, arguments.rounds)
         print(f"{format_name:<18} is_stream_event / normalize = {fraction:.3f}")
     if arguments.gates:
         gates(arguments.repeat, arguments.rounds)
+    if arguments.framing:
+        framing(arguments.repeat, arguments.rounds)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ Every entry takes the same four steps, each once:
     row     providers.registry              that format's row, handed to the engine
 
 The engines below (`streams`, `replay`, `inspection`) are handed the row; none of them looks
-a format up. With a format given (the usual entry) the body reader reads the body at once:
-no body reader takes SSE, a JSON array or JSON lines (a test holds every reader to it), so
-only a payload it refuses is looked at as a recorded stream.
+a format up. With a format given (the usual entry) the body reader reads the body at once,
+once its first byte said it is no SSE or JSON array: no body reader takes SSE, a JSON array
+or JSON lines (a test holds every reader to it), so only a payload it refuses is looked at
+as JSON lines or one stream event.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from thoughtline.contract.record import Delta, Record
 from thoughtline.providers.detection import (
     classify,
     detect_request_format,
+    is_framed_stream,
     is_stream_event,
     stream_format,
 )
@@ -241,7 +243,10 @@ def _read(
     format's body reader, or a recorded stream (assembly given). `explained`, when given,
     receives the visible-text reading the record was built from."""
     checked = check_payload(payload, format, meta=meta, max_payload_bytes=max_payload_bytes)
-    if checked.format is not None:  # the usual entry: one body, no look at its framing first
+    if checked.format is not None:  # the usual entry: one body, read at once
+        # SSE or a JSON array, told by the first byte (the usual body pays that one test)
+        if checked.body[:1] != b"{" and is_framed_stream(checked.body):
+            return _read_stream(checked, checked.format, record_id, explained)
         row = format_named(checked.format)
         try:
             record = row.read_body(
@@ -263,17 +268,18 @@ def _read(
 
 
 def _is_recorded_stream(body: bytes, refusal: NormalizeError) -> bool:
-    """A payload its format's body reader refused is read as a recorded stream when it holds
-    several chunks, or when it is one stream event (a stream cut after its first event).
+    """A payload that starts as a body does (`{`) and that its format's body reader refused
+    is read as a recorded stream when it holds several chunks (JSON lines), or when it is
+    one stream event (a stream cut after its first event, recorded without SSE framing).
 
-    The one-event case is decided here, after the refusal, and not before reading: asking
-    every body whether it is a stream event (`is_stream_event`, a decode of its top-level
-    shape) costs 18-24% of `normalize`'s own time per body of every format
-    (bench/stream_probe.py), paid on the usual path for a payload that is rare. No cheaper
-    test decides it exactly: the member that names an event may stand anywhere in the object
-    (recordings often sort their keys), so a look at the first bytes misses real events, and
-    a search of the whole body for every event name costs more than the read itself
-    (bench/stream_probe.py --gates)."""
+    These are decided after the refusal, not before reading, for two reasons
+    (docs/decisions.md, bench/stream_probe.py --framing): the reader's refusal is part of the
+    meaning (a Chat chunk that carries only usage reads as a body of its format, as 27 of
+    the golden and 14 of the corpus events do; asked first, they would read as cut streams),
+    and asking first costs every body: `is_stream_event`, a decode of the top-level shape,
+    13-18% of `normalize` (up to 30% on small corpus bodies), `holds_several_chunks` up to
+    8% of the smallest body. SSE and JSON arrays are framed before any reader
+    (`is_framed_stream`): their first byte tells them."""
     if holds_several_chunks(body):
         return True
     return refusal.reason == "invalid_payload" and is_stream_event(body)

@@ -266,6 +266,21 @@ def _model_chat(model: str, fragments: list[str], finish: bool = True) -> list[b
     ]
 
 
+def test_an_orphan_closer_revises_the_text_at_its_own_chunk() -> None:
+    """Text given out before a closer with no opener was reasoning: the delta of the chunk
+    that brings the closer revises it, with the detection, before any answer has come; the
+    answer then flows chunk by chunk."""
+    payloads = _model_chat("m", ["Let me", " think.", "</think>", "The answer", " is 4."])
+    deltas = _assert_live_matches_recorded(b"\n".join(payloads))
+    assert [delta.delta.text for delta in deltas[:2]] == ["Let me", " think."]
+    revision = deltas[2].revision
+    assert revision is not None and revision.direction == "text_to_thinking"
+    assert (revision.accumulated_text, revision.accumulated_thinking) == ("", "Let me think.")
+    assert [d.code for d in deltas[2].detections or []] == ["orphan_close_tag"]
+    assert [delta.delta.text for delta in deltas[3:5]] == ["The answer", " is 4."]
+    assert not any(delta.revision for delta in deltas[3:])
+
+
 def test_a_model_whose_template_opens_reasoning_in_the_prompt_starts_as_thinking() -> None:
     payloads = _model_chat("deepseek-r1-distill-qwen-7b", ["Let me", " think.", "</think>4"])
     deltas = _assert_live_matches_recorded(b"\n".join(payloads))

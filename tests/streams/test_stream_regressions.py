@@ -13,6 +13,7 @@ from tests.streams.checks import assert_deltas_add_up, comparable
 from thoughtline import api as normalization
 from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import KNOWN_FORMATS
+from thoughtline.providers.registry import format_named
 
 
 def _sse(*events: dict[str, Any] | str) -> bytes:
@@ -262,7 +263,8 @@ def test_a_stream_of_only_an_error_event_is_still_read() -> None:
 
 
 # One stream event on its own (a stream cut after its first event) is a cut stream, with or
-# without its format given (with a format, only once the body reader refused it).
+# without its format given (with a format: framed in SSE, before any reader; a bare JSON
+# event, once the body reader refused it).
 
 ONE_EVENT = (
     b'{"type":"message_start","message":{"id":"m1","type":"message","role":"assistant",'
@@ -283,3 +285,21 @@ def test_one_stream_event_with_a_format_is_a_cut_stream_too() -> None:
     assert [d.code for d in record.detections] == ["truncated_stream"]
     deltas = thoughtline.deltas(ONE_EVENT, "anthropic")
     assert [delta.is_final for delta in deltas] == [True]
+
+
+def test_one_sse_event_with_a_format_is_framed_before_any_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    body = format_named("anthropic").body
+    read = body.normalize
+
+    def reader(payload: bytes, **options: Any) -> object:
+        """The stream engine reads the assembled body; the framed payload is never read."""
+        assert payload.startswith(b"{"), "a framed payload reached the body reader"
+        return read(payload, **options)
+
+    monkeypatch.setattr(body, "normalize", reader)
+    record = thoughtline.normalize(b"event: message_start\ndata: " + ONE_EVENT, "anthropic")
+    assert [d.code for d in record.detections] == ["truncated_stream"]
+    array = thoughtline.normalize(b"[" + ONE_EVENT + b"]", "anthropic")
+    assert [d.code for d in array.detections] == ["truncated_stream"]

@@ -2,23 +2,24 @@
 bodies, for recorded streams (by their chunks) and for request bodies (`REQUEST_RULES`).
 
 Responses and streams: one decode of the top-level keys (`shape.Shape`; values are skipped,
-never decoded), then the rows' probes (each provider folder's `shape.py`) asked in registry
-order. Detection runs only when the producer gave no format: with a format, a compact
-one-line body goes straight to its reader.
+never decoded), then the rows' signs (each provider folder's `shape.py`), compiled at import
+into one function that asks them in registry order (`compile_signs`); a recorded stream's
+chunks are asked each row's `chunk` probe. Detection runs only when the producer gave no
+format: with a format, a compact one-line body goes straight to its reader.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Final, NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final, NamedTuple, cast
 
 import msgspec
 
 from thoughtline.contract.errors import NormalizeError, UnknownFormatError
 from thoughtline.contract.record import FormatName
 from thoughtline.providers.registry import FORMAT_ROWS, FORMATS_BY_NAME, Format, same_stream_shape
-from thoughtline.providers.shape import Probes, RequestView, Shape
-from thoughtline.reading.compose import decode
+from thoughtline.providers.shape import RequestView, Shape, Sign
+from thoughtline.reading.compose import decode, decoder_for
 from thoughtline.streams.base import Chunk
 from thoughtline.streams.framing import holds_several_chunks
 
@@ -31,24 +32,47 @@ class PayloadKind(NamedTuple):
     format: str | None
 
 
+STREAM_EVENT: Final = PayloadKind(stream=True, format=None)
+"""A one-line payload that is one stream event: a stream cut after its first event."""
+
+
 def classify(body: bytes, format: str | None) -> PayloadKind:
     """One body or a recorded stream, and the format when it is known already."""
-    if holds_several_chunks(body):
-        return PayloadKind(stream=True, format=format)
-    if format is not None:
-        return PayloadKind(stream=False, format=format)
-    shape = decode(body, Shape, "payload")
-    if _is_stream_event(shape):  # a stream cut after its first event
-        return PayloadKind(stream=True, format=None)
-    return PayloadKind(stream=False, format=_body_format(shape, body))
+    if format is not None or body[:1] != b"{":
+        if holds_several_chunks(body):
+            return PayloadKind(stream=True, format=format)
+        if format is not None:
+            return PayloadKind(stream=False, format=format)
+    # A payload that decodes as one object holds no more chunks after it (JSON lines fail to
+    # decode, at the end of their first line): the top-level shape is decoded first, and the
+    # framing is asked only when it fails, so the usual body is not searched for a line end.
+    shape = _shape_or_none(body)
+    if shape is None:
+        if holds_several_chunks(body):
+            return PayloadKind(stream=True, format=None)
+        shape = decode(body, Shape, "payload")  # raises the decoder's error, as ever
+    kind = _verdict(shape, body)
+    if kind is None:
+        raise _no_known_format()
+    return kind
+
+
+def is_framed_stream(body: bytes) -> bool:
+    """SSE text or a JSON array, known from the first bytes before any decode: no body starts
+    otherwise than with `{` (a stream cut after its first SSE event is one of these). JSON
+    lines and a lone JSON event start as a body does; with a format given they are known only
+    once the body reader refused them (docs/decisions.md)."""
+    return body[:1] != b"{" and holds_several_chunks(body)
 
 
 def detect_format(body: bytes) -> FormatName:
     """The format of one non-streamed response body, from its top-level shape."""
-    shape = decode(body, Shape, "payload")
-    if _is_stream_event(shape):
+    kind = _verdict(decode(body, Shape, "payload"), body)
+    if kind is None:
+        raise _no_known_format()
+    if kind.stream:
         raise UnknownFormatError("payload is a single stream event, not a response body")
-    return _body_format(shape, body)
+    return cast(FormatName, kind.format)
 
 
 def looks_like_stream(body: bytes) -> bool:
@@ -62,49 +86,83 @@ def looks_like_stream(body: bytes) -> bool:
 def is_stream_event(body: bytes) -> bool:
     """True when a one-line JSON payload is a stream event, not a body."""
     shape = _shape_or_none(body)
-    return shape is not None and _is_stream_event(shape)
+    return shape is not None and _is_stream_event(shape, body)
 
 
-# The probes detection asks per payload, gathered once: a row's default probe (which always
-# says no) is left out, and no attribute is looked up per row and payload. Detection of a
-# small body took 2.6-3.2 us walking the rows, 1.9-2.4 us with these (bench/normalize_ab.py).
-_NEVER: Final[object] = Probes().body  # every probe's default
-_STREAM_EVENT_PROBES: Final = tuple(
-    row.shape.stream_event for row in FORMAT_ROWS if row.shape.stream_event is not _NEVER
-)
-_BODY_PROBES: Final = tuple(
-    (row.name, row.shape.body) for row in FORMAT_ROWS if row.shape.body is not _NEVER
-)
-_LATE_BODY_PROBES: Final = tuple(
-    (row.name, row.shape.late_body) for row in FORMAT_ROWS if row.shape.late_body is not _NEVER
-)
-
-
-def _is_stream_event(shape: Shape) -> bool:
-    """Shapes only stream events have: a lone Gemini or Ollama chunk has its body's shape
-    and reads as a body."""
-    return any(probe(shape) for probe in _STREAM_EVENT_PROBES)
-
-
-def _shape_or_none(data: bytes) -> Shape | None:
-    try:
-        return msgspec.json.decode(data, type=Shape)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
-
-
-def _body_format(shape: Shape, body: bytes) -> FormatName:
-    for name, body_probe in _BODY_PROBES:
-        if body_probe(shape, body):
-            return name
-    for name, late_probe in _LATE_BODY_PROBES:
-        if late_probe(shape):
-            return name
-    raise UnknownFormatError(
+def _no_known_format() -> UnknownFormatError:
+    return UnknownFormatError(
         "payload matches no known format (tried: Gemini `candidates`, Anthropic "
         "`type: message`, Chat/Mistral `choices`, Responses `output` list, Bedrock "
         "`output`+`stopReason`, Ollama `done`); pass the format explicitly"
     )
+
+
+def _shape_or_none(data: bytes) -> Shape | None:
+    try:
+        return _SHAPE.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+
+
+_SHAPE: Final = decoder_for(Shape)
+
+
+# --- the rows' signs, compiled ---------------------------------------------------------------
+
+
+class CompiledSigns(NamedTuple):
+    """The rows' body and stream-event signs as one function each (`source`: their text)."""
+
+    verdict: Callable[[Shape, bytes], PayloadKind | None]
+    """`STREAM_EVENT` when any row's `stream_event` sign holds; else the kind of the first
+    row (registry order) whose `body` sign holds; else of the first whose `late_body` does;
+    else None."""
+    stream_event: Callable[[Shape, bytes], bool]
+    """Whether any row's `stream_event` sign holds."""
+    source: str
+
+
+def compile_signs(rows: Sequence[Format]) -> CompiledSigns:
+    """The signs of `rows` (each folder's `shape.py`), in their order, compiled into one
+    function: a payload asks one function, not one per row and sign (asking each row's probe
+    in turn made detected bodies 5-22% slower than before the layout; docs/decisions.md). The
+    text is built from the tests' `expression`s alone; every value they hold is passed in by
+    name, never written into the text."""
+    constants: dict[str, object] = {}
+
+    def constant(value: object) -> str:
+        known = next((name for name, held in constants.items() if held is value), None)
+        name = known or f"_c{len(constants)}"
+        constants[name] = value
+        return name
+
+    def any_of(signs: Iterable[Sign]) -> str:
+        return " or ".join(sign.expression(constant) for sign in signs) or "False"
+
+    stream = any_of(sign for row in rows for sign in row.shape.stream_event)
+    lines = [
+        "def verdict(s, body):",
+        f"    if {stream}:",
+        f"        return {constant(STREAM_EVENT)}",
+    ]
+    ordered = [(row, row.shape.body) for row in rows]
+    ordered += [(row, row.shape.late_body) for row in rows]  # once every `body` said no
+    for row, signs in ordered:
+        if signs:  # the kind is built here, once, and handed back for every such body
+            kind = PayloadKind(stream=False, format=row.name)
+            lines += [f"    if {any_of(signs)}:", f"        return {constant(kind)}"]
+    lines += ["    return None", "", "def stream_event(s, body):", f"    return bool({stream})", ""]
+    source = "\n".join(lines)
+    namespace: dict[str, Any] = dict(constants)
+    exec(
+        compile(source, "<the rows' signs>", "exec"), namespace
+    )  # the text: built above, values by name
+    return CompiledSigns(namespace["verdict"], namespace["stream_event"], source)
+
+
+SIGNS: Final = compile_signs(FORMAT_ROWS)
+_verdict: Final = SIGNS.verdict
+_is_stream_event: Final = SIGNS.stream_event
 
 
 # --- recorded streams ----------------------------------------------------------------------

@@ -46,6 +46,13 @@ class Dialect(NamedTuple):
     tail_window: int = 0
     """How far after the opener `opener_tail` may reach (bounded, so a live stream knows when
     the tail has arrived)."""
+    tail_forms: tuple[str, ...] = ()
+    """What the tail's decision may need to see, when that is a few literal texts: once what
+    follows the opener is no proper prefix of any of them, more text cannot change what
+    `opener_tail` matches there, so a live text waits only while it is one. With none, the
+    tail must be one that more text cannot change once it has matched (Open WebUI's summary
+    ends at its `</summary>`): a live text waits until it has matched or `tail_window`
+    characters have come after the opener."""
     standalone_closer: bool = True
     """Whether a closer may stand alone: as an orphan (the text before it was reasoning), or as
     a stray closer removed after a block. Phrase closers never, harmony's `<|end|>` and Open
@@ -119,6 +126,7 @@ DIALECTS: Final[tuple[Dialect, ...]] = (
         ("<channel|>",),
         opener_tail=r"thought(?:\r\n|\n|\r)|thought(?=<channel\|>)",
         tail_window=len("thought<channel|>"),
+        tail_forms=("thought\r\n", "thought<channel|>"),
         produced_by="Gemma 4",
         note="the opener may carry the label `thought` and its line break, which go with it",
     ),

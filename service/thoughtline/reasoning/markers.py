@@ -426,15 +426,24 @@ def fold_case(text: str) -> str:
     return "".join(character.lower()[:1] for character in text)
 
 
-def _block_end_prefixes(dialect: Dialect) -> tuple[frozenset[str], frozenset[str], int]:
-    """The proper prefixes of the dialect's block-end markers (case folded: a superset of
-    what may still grow into one), their first characters, and the longest prefix's length."""
+_Prefixes = tuple[frozenset[str], re.Pattern[str], int]
+
+
+def _prefixes(literals: Iterable[str]) -> _Prefixes:
+    """The proper prefixes of `literals` (case folded: a superset of what may still grow into
+    one), a pattern for their first characters (either case), and the longest prefix's
+    length."""
     prefixes = frozenset(
-        fold_case(marker[:size])
-        for marker in _block_end_literals(dialect)
-        for size in range(1, len(marker))
+        fold_case(marker[:size]) for marker in literals for size in range(1, len(marker))
     )
-    return prefixes, frozenset(prefix[0] for prefix in prefixes), max(map(len, prefixes))
+    firsts = {prefix[0] for prefix in prefixes}
+    firsts |= {character.upper() for character in firsts if len(character.upper()) == 1}
+    first = re.compile("[" + re.escape("".join(sorted(firsts))) + "]")
+    return prefixes, first, max(map(len, prefixes))
+
+
+def _block_end_prefixes(dialect: Dialect) -> _Prefixes:
+    return _prefixes(_block_end_literals(dialect))
 
 
 BLOCK_END_PREFIXES: Final = PerDialect(_block_end_prefixes)
@@ -445,12 +454,81 @@ def block_end_hold(text: str, position: int, dialect_name: DialectName) -> int:
     """How many characters at the end of `text` (after `position`) may be the start of a
     block-end marker of the dialect: the longest such suffix (0 if none). A live text inside
     a block gives out all its thinking but these."""
-    prefixes, first_characters, longest = BLOCK_END_PREFIXES[dialect_name]
+    return _hold(text, position, BLOCK_END_PREFIXES[dialect_name])
+
+
+TEXT_PREFIXES: Final = _prefixes((*ROLES_LITERALS, "~~~"))
+"""What `text_hold` needs: the proper prefixes of every marker the text search finds, and of
+a tilde fence's run (a backtick is a code run by itself)."""
+
+
+def text_hold(text: str, position: int) -> int:
+    """How many characters at the end of `text` (after `position`) may be the start of a
+    marker or a tilde run: the longest such suffix (0 if none). A live text outside a block
+    gives out all its text with no marker but these (and an opener with attributes that may
+    still be growing)."""
+    return _hold(text, position, TEXT_PREFIXES)
+
+
+def _hold(text: str, position: int, table: _Prefixes) -> int:
+    """The longest end of `text` (after `position`) that is a prefix in `table`: only where a
+    first character of one stands (found in C; most ends have none) is the end looked up."""
+    prefixes, first, longest = table
     end = len(text)
-    for start in range(max(position, end - longest), end):
-        if text[start].lower()[:1] in first_characters and fold_case(text[start:]) in prefixes:
+    found = first.search(text, max(position, end - longest))
+    while found is not None:
+        start = found.start()
+        tail = text[start:]
+        folded = tail.lower()  # in C; `fold_case` only where lower-casing changed a length
+        if (folded if len(folded) == len(tail) else fold_case(tail)) in prefixes:
             return end - start
+        found = first.search(text, start + 1)
     return 0
+
+
+def _growing_markers() -> dict[str, int]:
+    """Markers (case folded) that are the start of a longer one, each with the longest such
+    one's length. None in today's table: a complete marker found in a live text is the one
+    the whole text has there."""
+    literals = {
+        fold_case(marker)
+        for marker in (
+            *ROLES_LITERALS,
+            *(m for dialect in DIALECTS for m in _block_end_literals(dialect)),
+        )
+    }
+    growing: dict[str, int] = {}
+    for marker in literals:
+        longer = [len(other) for other in literals if other != marker and other.startswith(marker)]
+        if longer:
+            growing[marker] = max(longer)
+    return growing
+
+
+GROWING_MARKERS: Final = _growing_markers()
+"""See `_growing_markers`: a live text waits at such a marker until the longer one can no
+longer come."""
+
+
+def tail_undecided(dialect: Dialect, text: str, end: int) -> bool:
+    """Whether more text may still change what goes with an opener of `dialect` that ends at
+    `end` (its tail, see `after_opener`): while what follows is a proper prefix of one of the
+    tail's forms, or, for a tail with none, until it has matched or `tail_window` characters
+    have come."""
+    if not dialect.tail_forms:
+        return len(text) - end < dialect.tail_window and after_opener(dialect, text, end) == end
+    after = text[end : end + dialect.tail_window]
+    if dialect.kind == "tag":
+        after = fold_case(after)
+    return any(
+        len(after) < len(form) and form.startswith(after) for form in _TAIL_FORMS[dialect.name]
+    )
+
+
+_TAIL_FORMS: Final = {
+    dialect.name: tuple(fold_case(f) if dialect.kind == "tag" else f for f in dialect.tail_forms)
+    for dialect in DIALECTS
+}
 
 
 def _block_end_searches(dialect: Dialect) -> tuple[tuple[str, re.Pattern[str], int], ...]:

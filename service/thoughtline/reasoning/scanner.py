@@ -43,7 +43,7 @@ stream that must wait re-scans only after what is waiting has doubled.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Final, Literal
 
 from thoughtline.contract.record import DialectName
 from thoughtline.reasoning.code_context import CodeContext
@@ -51,14 +51,14 @@ from thoughtline.reasoning.cursor import NeedMoreTextError
 from thoughtline.reasoning.dialects import Dialect
 from thoughtline.reasoning.markers import (
     ATTRIBUTE_OPENERS,
-    CANDIDATE,
     CLOSER,
     CLOSER_KEYS,
     CODE_START,
+    GROWING_MARKERS,
     LINE_BREAKS,
-    LONGEST_MARKER,
     LONGEST_PHRASE,
     NON_SPACE,
+    PHRASE_OPENERS,
     PHRASES,
     ROLES,
     SUFFIXED_WRAPPERS,
@@ -68,7 +68,10 @@ from thoughtline.reasoning.markers import (
     Marker,
     after_opener,
     block_end_hold,
+    fold_case,
     marker_key,
+    tail_undecided,
+    text_hold,
 )
 from thoughtline.reasoning.results import (
     InlineCode,
@@ -116,6 +119,7 @@ class Scanner(CodeContext):
         self._text_from = 0
         self._found: dict[int, SearchState] = {}
         self._next_match_at: dict[str, int] = {}
+        self._attributes_checked = -1  # the last `<` of this run known to start no open opener
         self.finished = False
 
     # the driver ---------------------------------------------------------------------------
@@ -126,6 +130,7 @@ class Scanner(CodeContext):
         self._found = {}
         self._next_match_at = {}
         self._backticks = None
+        self._attributes_checked = -1
         try:
             while True:
                 if self._stage != "scan":
@@ -155,7 +160,11 @@ class Scanner(CodeContext):
     def _start(self) -> None:
         text, position = self._text, self._position
         if self._stage == "label":
-            self._need(len(text) - position > len(THOUGHT_LABEL) + 1)
+            # wait only while the text may still become the label and its line break
+            head = text[position : position + len(_LABEL_FORM)]
+            self._need(
+                self._final or not (len(head) < len(_LABEL_FORM) and _LABEL_FORM.startswith(head))
+            )
             if text.startswith(THOUGHT_LABEL, position):
                 after = position + len(THOUGHT_LABEL)
                 line_break = next((brk for brk in LINE_BREAKS if text.startswith(brk, after)), None)
@@ -175,7 +184,9 @@ class Scanner(CodeContext):
             self._stage = "phrase"
             return
         match = NON_SPACE.search(text, position)
-        self._need(match is not None and len(text) - match.start() > LONGEST_PHRASE)
+        self._need(
+            match is not None and (self._final or not _may_become_phrase(text, match.start()))
+        )
         if match is not None:
             start = match.start()
             for dialect in PHRASES:
@@ -221,9 +232,11 @@ class Scanner(CodeContext):
                 self._emit_up_to(self._safe_end(position))
                 return
             start = match.start()
-            if not final and len(text) - start < LONGEST_MARKER:
-                self._emit_up_to(start)
-                raise NeedMoreTextError
+            if not final:
+                wait = self._unsettled(match, position)
+                if wait >= 0:
+                    self._emit_up_to(wait)
+                    raise NeedMoreTextError
             self._position = start  # the text before the marker stays as it is
             first = text[start]
             if first in "`~" and self._skip_fenced_lines(start):
@@ -237,15 +250,47 @@ class Scanner(CodeContext):
             if self._mode != "text" or self._position >= len(text):
                 return
 
+    def _unsettled(self, match: re.Match[str], position: int) -> int:
+        """Where a live text must wait when the marker or code run found at `match` may still
+        turn out otherwise once more text comes (-1: it stands, and its step decides at
+        once, or says itself what it needs): an opener with attributes before it that may
+        still close around it (`<think a [THINK]` …), the marker the start of a longer one
+        (none in today's table), or a wrapper whose suffix may still follow (`[END FINAL
+        RESPONSE]` and whitespace). Only these: a complete marker is the one the whole text
+        has there, so a decided opener gives out the thinking after it at once."""
+        text, start = self._text, match.start()
+        angle = text.rfind("<", position, start)
+        if angle > self._attributes_checked:
+            if UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
+                return angle
+            self._attributes_checked = angle  # each `<` is looked at once per run
+        if self._may_grow(match):
+            return start
+        dialect = SUFFIXED_WRAPPERS.get(match.group())
+        if dialect is not None:  # the suffix is not in the match: may it still follow?
+            suffix = dialect.wrapper_suffix
+            after = NON_SPACE.search(text, match.end())
+            if after is None or (
+                len(text) - after.start() < len(suffix) and suffix.startswith(text[after.start() :])
+            ):
+                return start
+        return -1
+
+    def _may_grow(self, match: re.Match[str]) -> bool:
+        """Whether the complete marker at `match` is the start of a longer one that may still
+        come (live only)."""
+        if not GROWING_MARKERS or self._final:
+            return False
+        longest = GROWING_MARKERS.get(fold_case(match.group()))
+        return longest is not None and len(self._text) - match.start() < longest
+
     def _safe_end(self, position: int) -> int:
-        """Where text with no marker may be emitted up to: all of it, or (live) up to a
-        candidate character near the end that may still grow into a marker."""
+        """Where text with no marker may be emitted up to: all of it, or (live) up to the end
+        that may still grow into a marker (or an opener with attributes)."""
         text = self._text
         if self._final:
             return len(text)
-        tail_start = max(position, len(text) - LONGEST_MARKER)
-        candidate = CANDIDATE.search(text, tail_start)
-        end = candidate.start() if candidate is not None else len(text)
+        end = len(text) - text_hold(text, position)
         angle = text.rfind("<", position, end)
         if angle >= 0 and UNFINISHED_ATTRIBUTE_OPENER.match(text, angle):
             end = angle
@@ -307,8 +352,8 @@ class Scanner(CodeContext):
             self._literal(match.end())
             return
         end = match.end()
-        if dialect.opener_tail:  # the tail goes with the opener: wait until it has arrived
-            self._need(len(self._text) - end >= dialect.tail_window)
+        if dialect.opener_tail:  # the tail goes with the opener: wait until it is known
+            self._need(self._final or not tail_undecided(dialect, self._text, end))
             end = after_opener(dialect, self._text, end)
         self._resolve_as_content()
         self._mode = "block"
@@ -471,10 +516,10 @@ class Scanner(CodeContext):
         no longer grow."""
         self._think_up_to(match.start())
         text = self._text
-        self._need(len(text) - match.start() >= LONGEST_MARKER)
+        self._need(not self._may_grow(match))
         end = match.end()
         if dialect.opener_tail:
-            self._need(len(text) - end >= dialect.tail_window)
+            self._need(self._final or not tail_undecided(dialect, text, end))
             end = after_opener(dialect, text, end)
         self._position = end
 
@@ -560,6 +605,18 @@ class Scanner(CodeContext):
             self._close_block("unclosed_open_tag", self._base)
         self._resolve_as_content()
         self.content.finish()
+
+
+_LABEL_FORM: Final = THOUGHT_LABEL + "\r\n"
+"""What the label's decision may need to see: the label and its longest line break (the text
+so far a proper prefix of it, the label may still come; anything else decides it)."""
+
+
+def _may_become_phrase(text: str, start: int) -> bool:
+    """Whether the text from `start` (its first non-whitespace) may still become a phrase
+    opener: it is a proper prefix of one. Anything else, a phrase opener or not, is decided."""
+    head = text[start : start + LONGEST_PHRASE]
+    return any(len(head) < len(opener) and opener.startswith(head) for opener in PHRASE_OPENERS)
 
 
 def scan(text: str, *, thought_label: bool = False) -> InlineExtraction:

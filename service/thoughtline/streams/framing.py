@@ -60,10 +60,10 @@ def holds_several_chunks(body: bytes) -> bool:
     if not body.startswith(b"{"):
         return body.startswith(SSE_STARTS) or body.startswith(b"[")
     first_end = body.find(b"\n")
-    if first_end < 0 or _NON_SPACE.search(body, first_end) is None:
+    if first_end < 0:
         return False
-    first_line = body[:first_end].strip()
-    if not first_line.endswith(b"}"):
+    first_line = body[:first_end].strip()  # a pretty-printed body's: `{`
+    if not first_line.endswith(b"}") or _NON_SPACE.search(body, first_end) is None:
         return False
     try:
         msgspec.json.decode(first_line, type=RawObject)

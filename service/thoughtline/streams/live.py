@@ -470,7 +470,8 @@ class LiveEngine:
                 content, inline = content + more_content, inline + more_inline
                 thinking += self.combiner.add([], more_inline)
             if self.frozen and (content or inline or self._decided(found_before)):
-                output = self._confirm(content, thinking, final=final)
+                orphan = self._orphan_found(found_before)
+                output = self._confirm(content, thinking, final=final, orphan=orphan)
                 if output.revision is None:
                     output = output._replace(
                         text=text_out + output.text, thinking=thinking_out + output.thinking
@@ -483,12 +484,20 @@ class LiveEngine:
             return self._with_detections(
                 _Output(text_out, shown_thinking + thinking_out, [], None), found_before, seq
             )
+        orphan = self._orphan_found(found_before)
         return self._with_detections(
-            self._confirm(content, thinking, final=final), found_before, seq
+            self._confirm(content, thinking, final=final, orphan=orphan), found_before, seq
         )
 
     def _decided(self, found_before: int) -> bool:
         return len(self.extractor.found) > found_before
+
+    def _orphan_found(self, found_before: int) -> bool:
+        """Whether this step found a closer with no opener: the text before it was
+        reasoning, so visible text given out before it was wrong."""
+        return self._decided(found_before) and any(
+            item.code == "orphan_close_tag" for item in self.extractor.found[found_before:]
+        )
 
     def _with_detections(self, output: _Output, found_before: int, seq: int) -> _Output:
         if not self._decided(found_before):  # the usual chunk: nothing found, nothing to copy
@@ -561,14 +570,16 @@ class LiveEngine:
         self.unshown = give[len(kept) :] + self.unshown
         return "", self.thinking.show(kept) if kept else ""
 
-    def _confirm(self, content: str, thinking: str, *, final: bool) -> _Output:
-        """Certain text and thinking added: what to give out, or a revision."""
+    def _confirm(self, content: str, thinking: str, *, final: bool, orphan: bool) -> _Output:
+        """Certain text and thinking added: what to give out, or a revision (at once when an
+        orphan closer turned text given out into reasoning, though no answer has come yet)."""
         self.speculating = False
         self.unshown = ""
         text_out = self.text.confirm(content)
         thinking_out = self.thinking.confirm(thinking)
-        if text_out is None or thinking_out is None:
-            return self._revise(text_wrong=text_out is None)
+        orphaned = orphan and self.text.ahead_length > 0
+        if text_out is None or thinking_out is None or orphaned:
+            return self._revise(text_wrong=text_out is None or orphaned)
         if final and (self.text.ahead_length or self.thinking.ahead_length):
             return self._revise(text_wrong=bool(self.text.ahead_length))
         return _Output(text_out, thinking_out, [], None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from thoughtline.providers.shape import Probes, RequestView, Shape, present
+from thoughtline.providers.shape import Equals, OneOf, Present, Probes, RequestView, Shape, Sign
 
 EVENTS: Final = frozenset(
     {
@@ -20,10 +20,6 @@ EVENTS: Final = frozenset(
     }
 )
 """Anthropic's stream event names."""
-
-
-def _body(shape: Shape, body: bytes) -> bool:
-    return shape.type == "message" and present(shape.content)
 
 
 def _event(shape: Shape) -> bool:
@@ -76,10 +72,10 @@ def _system(system: Any) -> bool:
 
 
 PROBES: Final = Probes(
-    body=_body,
+    body=(Sign(Equals("type", "message"), Present("content")),),
     event_name=EVENTS.__contains__,
     chunk=_event,
-    stream_event=_event,
+    stream_event=(Sign(OneOf("type", EVENTS)),),
     request=_request,
     late_request=_late_request,
 )

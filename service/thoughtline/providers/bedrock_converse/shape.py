@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.shape import Probes, RequestView, Shape, present
+from thoughtline.providers.shape import Present, Probes, RequestView, Shape, Sign, present
 
 EVENTS: Final = frozenset(
     {
@@ -19,10 +19,6 @@ EVENTS: Final = frozenset(
     }
 )
 """ConverseStream's event names."""
-
-
-def _body(shape: Shape, body: bytes) -> bool:
-    return present(shape.output) and shape.stopReason is not None
 
 
 def _chunk(shape: Shape) -> bool:
@@ -39,12 +35,6 @@ def _chunk(shape: Shape) -> bool:
     )
 
 
-def _stream_event(shape: Shape) -> bool:
-    """Of the events only `messageStart` and `contentBlockDelta` never stand at a body's top
-    level (a lone `metadata` could be anything)."""
-    return present(shape.messageStart) or present(shape.contentBlockDelta)
-
-
 _BLOCK_KEYS: Final = frozenset(
     {"text", "toolUse", "toolResult", "reasoningContent", "image", "document"}
 )
@@ -56,9 +46,11 @@ def _request(view: RequestView) -> bool:
 
 
 PROBES: Final = Probes(
-    body=_body,
+    body=(Sign(Present("output"), Present("stopReason")),),
     event_name=EVENTS.__contains__,
     chunk=_chunk,
-    stream_event=_stream_event,
+    # of the events only these two never stand at a body's top level (a lone `metadata`
+    # could be anything)
+    stream_event=(Sign(Present("messageStart")), Sign(Present("contentBlockDelta"))),
     request=_request,
 )

@@ -7,15 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.shape import Probes, RequestView, Shape, present
-
-
-def _body(shape: Shape, body: bytes) -> bool:
-    return present(shape.candidates) or present(shape.promptFeedback)
-
-
-def _late_body(shape: Shape) -> bool:
-    return present(shape.usageMetadata)
+from thoughtline.providers.shape import Present, Probes, RequestView, Shape, Sign, present
 
 
 def _chunk(shape: Shape) -> bool:
@@ -28,4 +20,9 @@ def _request(view: RequestView) -> bool:
     return "contents" in view.body
 
 
-PROBES: Final = Probes(body=_body, late_body=_late_body, chunk=_chunk, request=_request)
+PROBES: Final = Probes(
+    body=(Sign(Present("candidates")), Sign(Present("promptFeedback"))),
+    late_body=(Sign(Present("usageMetadata")),),
+    chunk=_chunk,
+    request=_request,
+)

@@ -9,12 +9,8 @@ from collections.abc import Sequence
 from typing import Final
 
 from thoughtline.providers.mistral.body import has_mistral_chunks
-from thoughtline.providers.shape import Probes, RequestView, Shape, present
+from thoughtline.providers.shape import Check, Present, Probes, RequestView, Sign
 from thoughtline.streams.base import Chunk
-
-
-def _body(shape: Shape, body: bytes) -> bool:
-    return present(shape.choices) and has_mistral_chunks(body)
 
 
 def _claims_stream(chunks: Sequence[Chunk]) -> bool:
@@ -26,4 +22,8 @@ def _request(view: RequestView) -> bool:
     return any(isinstance(block.get("thinking"), list) for block in view.blocks)
 
 
-PROBES: Final = Probes(body=_body, claims_stream=_claims_stream, request=_request)
+PROBES: Final = Probes(
+    body=(Sign(Present("choices"), Check(has_mistral_chunks)),),
+    claims_stream=_claims_stream,
+    request=_request,
+)

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.shape import Probes, RequestView, Shape, present
-
-
-def _body(shape: Shape, body: bytes) -> bool:
-    return present(shape.done) and (present(shape.message) or present(shape.response))
+from thoughtline.providers.shape import Present, Probes, RequestView, Shape, Sign, present
 
 
 def _chunk(shape: Shape) -> bool:
@@ -24,4 +20,11 @@ def _request(view: RequestView) -> bool:
     return bool(_REQUEST_KEYS & set(view.body))
 
 
-PROBES: Final = Probes(body=_body, chunk=_chunk, request=_request)
+PROBES: Final = Probes(
+    body=(
+        Sign(Present("done"), Present("message")),
+        Sign(Present("done"), Present("response")),
+    ),
+    chunk=_chunk,
+    request=_request,
+)

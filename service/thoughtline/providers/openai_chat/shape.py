@@ -5,21 +5,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.shape import Probes, RequestView, Shape, present
+from thoughtline.providers.shape import Equals, Present, Probes, RequestView, Shape, Sign, present
 
 CHUNK_OBJECT: Final = "chat.completion.chunk"
 
 
-def _body(shape: Shape, body: bytes) -> bool:
-    return present(shape.choices)
-
-
 def _chunk(shape: Shape) -> bool:
     return present(shape.choices) or shape.object == CHUNK_OBJECT
-
-
-def _stream_event(shape: Shape) -> bool:
-    return bool(shape.object == CHUNK_OBJECT)
 
 
 def _request(view: RequestView) -> bool:
@@ -27,4 +19,9 @@ def _request(view: RequestView) -> bool:
     return view.has_messages
 
 
-PROBES: Final = Probes(body=_body, chunk=_chunk, stream_event=_stream_event, late_request=_request)
+PROBES: Final = Probes(
+    body=(Sign(Present("choices")),),
+    chunk=_chunk,
+    stream_event=(Sign(Equals("object", CHUNK_OBJECT)),),
+    late_request=_request,
+)

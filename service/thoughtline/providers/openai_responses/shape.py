@@ -5,13 +5,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.shape import Probes, RequestView, Shape
+from thoughtline.providers.shape import Equals, Opens, Prefix, Probes, RequestView, Shape, Sign
 
 EVENT_PREFIX: Final = "response."
-
-
-def _body(shape: Shape, body: bytes) -> bool:
-    return shape.object == "response" or bytes(shape.output)[:1] == b"["
 
 
 def _event_name(event: str) -> bool:
@@ -27,5 +23,9 @@ def _request(view: RequestView) -> bool:
 
 
 PROBES: Final = Probes(
-    body=_body, event_name=_event_name, chunk=_event, stream_event=_event, request=_request
+    body=(Sign(Equals("object", "response")), Sign(Opens("output", b"["))),
+    event_name=_event_name,
+    chunk=_event,
+    stream_event=(Sign(Prefix("type", EVENT_PREFIX)),),
+    request=_request,
 )
