@@ -5,8 +5,9 @@
 Both clients talk to the same in-process inner transport (no network: what is measured is the
 capture, not a socket), which answers a 5 KB JSON body in two chunks, or a stream of
 `--chunks` 100-byte SSE events. Calls alternate bare / captured so machine noise hits both
-alike. The captured client publishes to a real Redis (`--redis-url`, default the local one,
-on a stream of its own, deleted after) from its background thread, so the thread's share of
+alike. The captured client publishes to a real Redis (a private `redis-server` the bench starts
+in a temporary folder and stops after, or `--redis-url`'s, on a stream of its own, deleted
+after) from its background thread, so the thread's share of
 the interpreter counts against capture too.
 
 Two runs of non-streamed calls: back to back (the publisher's thread then competes with the
@@ -32,14 +33,20 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
+import tempfile
 import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import redis
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests.*` helpers, run as a script
+
+from tests.chaos.servers import RedisServer
 from thoughtline import capture
 
 BODY = b'{"id":"msg_1","type":"message","content":[{"type":"text","text":"%s"}]}' % (b"x" * 5000)
@@ -189,7 +196,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--chunks", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument(
+        "--redis-url",
+        default=None,
+        help="publish to this Redis (default: a private redis-server started for the run)",
+    )
     parser.add_argument(
         "--encodings",
         default="gzip,br,zstd",
@@ -203,10 +214,20 @@ def main() -> None:
         help="the second run's provider answers after this long (the first: at once)",
     )
     arguments = parser.parse_args()
+    if arguments.redis_url is not None:
+        _measure(arguments, arguments.redis_url)
+        return
+    with tempfile.TemporaryDirectory(prefix="thoughtline-capture-bench-") as directory:
+        server = RedisServer(Path(directory) / "redis").start()
+        try:
+            _measure(arguments, server.url)
+        finally:
+            server.stop()
+
+
+def _measure(arguments: argparse.Namespace, redis_url: str) -> None:
     stream = f"{{bench-capture-{uuid.uuid4().hex[:8]}}}:raw"
-    publisher = capture.Publisher(
-        arguments.redis_url, stream=stream, maxlen=1000, linger=arguments.linger
-    )
+    publisher = capture.Publisher(redis_url, stream=stream, maxlen=1000, linger=arguments.linger)
     try:
         _bodies(publisher, 300)  # warm up
         runs = [
@@ -228,7 +249,7 @@ def main() -> None:
         published = publisher.published
     finally:
         publisher.close(5)
-        redis.Redis.from_url(arguments.redis_url).delete(stream)
+        redis.Redis.from_url(redis_url).delete(stream)
     for title, (bare, captured) in runs:
         bare_median, captured_median = statistics.median(bare), statistics.median(captured)
         bare_p99, captured_p99 = _percentile(bare, 0.99), _percentile(captured, 0.99)

@@ -19,7 +19,12 @@ run it with `PYTHONPATH=<a checkout>/service` to measure that checkout). Measure
    100 streams of 100 chunks, and 2 of 2,500.
 4. **Bytes on the deltas stream per stream** (the `delta` fields) after 100, 2,500 and
    10,000 chunks of those streams.
-5. **Live chunks/s against whole small responses/s** on the same worker (10,000 of each).
+5. **Live chunks/s against whole small responses/s** on the same worker (10,000 of each),
+   and, since the rates move with the machine's load, the CPU time the worker process and
+   Redis spent per live chunk and per whole response (from `/proc`, over each burst): the
+   worker's CPU per whole response over its CPU per live chunk is the ratio a quiet machine
+   would give.
+6. **Worker memory**: its resident set size (`VmRSS`) after the run, and its peak (`VmHWM`).
 
 It prints each figure and its ratio to the goal of the live-streams work.
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -157,6 +163,46 @@ def _fields(name: str, seq: int, payloads: list[bytes], final: bool) -> dict[str
     return fields
 
 
+class Cpu:
+    """CPU seconds (user + system) of the worker and Redis processes, read from `/proc`."""
+
+    def __init__(self, worker: int | None = None, redis_server: int | None = None) -> None:
+        self.pids = {"worker": worker, "redis": redis_server}
+        self.spent: dict[str, dict[str, float]] = {}
+        """Per burst label: CPU seconds per item of the worker and of Redis."""
+
+    def now(self) -> dict[str, float]:
+        return {name: _cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def note(self, label: str, before: dict[str, float], items: int) -> None:
+        after = self.now()
+        self.spent[label] = {name: (after[name] - before[name]) / max(items, 1) for name in after}
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    if pid is None:
+        return float("nan")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _memory_mib(pid: int | None) -> dict[str, float]:
+    """`VmRSS` and `VmHWM` of a process, in MiB (NaN when unreadable)."""
+    found = {"VmRSS": float("nan"), "VmHWM": float("nan")}
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines() if pid else []
+    except OSError:
+        lines = []
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name in found:
+            found[name] = int(value.split()[0]) / 1024
+    return found
+
+
 def visible_text(url: str, settings: Settings, chunks: int, interval: float) -> dict[str, float]:
     """Per-chunk latency of its text, first text, first thinking (seconds)."""
     reader = DeltaReader(url, settings.deltas_stream)
@@ -201,7 +247,13 @@ def visible_text(url: str, settings: Settings, chunks: int, interval: float) -> 
 
 
 def burst(
-    url: str, settings: Settings, prefix: str, streams: int, chunks: int, limit: float
+    url: str,
+    settings: Settings,
+    prefix: str,
+    streams: int,
+    chunks: int,
+    limit: float,
+    cpu: Cpu | None = None,
 ) -> tuple[int, float, dict[int, list[int]]]:
     """All chunks published at once (interleaved); chunks applied, seconds, delta bytes per
     stream at 100, 2,500 and 10,000 chunks. Stops counting after `limit` seconds."""
@@ -212,6 +264,7 @@ def burst(
     made = {f"{prefix}-{number}": _chat(f"{prefix}-{number}", think_pieces(chunks - 1))
             for number in range(streams)}  # fmt: skip
     total = streams * chunks
+    cpu_before = cpu.now() if cpu is not None else {}
     started = time.perf_counter()
     for batch in _batches(((name, seq) for seq in range(chunks) for name in made), 1000):
         pipeline = client.pipeline(transaction=False)
@@ -223,6 +276,8 @@ def burst(
         time.sleep(0.02)
     seconds = time.perf_counter() - started
     done = reader.seen.count
+    if cpu is not None:
+        cpu.note(prefix, cpu_before, done)
     drained = time.perf_counter() + 900  # the rest, untimed: the next run starts on an idle worker
     while reader.seen.count < total and time.perf_counter() < drained:
         time.sleep(0.1)
@@ -265,7 +320,9 @@ def memory_per_open_stream(
     return total / streams, log / streams, payloads / streams
 
 
-def whole_responses(url: str, settings: Settings, count: int, limit: float) -> tuple[int, float]:
+def whole_responses(
+    url: str, settings: Settings, count: int, limit: float, cpu: Cpu | None = None
+) -> tuple[int, float]:
     client = redis.Redis.from_url(url)
     before = int(client.xlen(settings.output_stream))
     body = json.dumps({"id": "r", "object": "chat.completion", "model": "bench",
@@ -274,6 +331,7 @@ def whole_responses(url: str, settings: Settings, count: int, limit: float) -> t
                                     "finish_reason": "stop"}],
                        "usage": {"prompt_tokens": 5, "completion_tokens": 40,
                                  "total_tokens": 45}}).encode()  # fmt: skip
+    cpu_before = cpu.now() if cpu is not None else {}
     started = time.perf_counter()
     for batch in _batches(iter(range(count)), 1000):
         pipeline = client.pipeline(transaction=False)
@@ -288,6 +346,8 @@ def whole_responses(url: str, settings: Settings, count: int, limit: float) -> t
         time.sleep(0.02)
     done = int(client.xlen(settings.output_stream)) - before
     seconds = time.perf_counter() - started
+    if cpu is not None:
+        cpu.note("whole", cpu_before, done)
     client.close()
     return done, seconds
 
@@ -342,6 +402,7 @@ def main() -> int:
                 f"<think>-opened answer: first thinking {seen['first_thinking']:.3f} s after "
                 f"the first chunk (goal <= 0.25 s)"
             )
+            cpu = Cpu(fleet.workers[0].process.pid, server.pid)
             rates: dict[str, float] = {}
             sizes = [("100x100", 100, scale(100)), ("4x2500", 4, scale(2500))]
             if not options.skip_long:
@@ -349,7 +410,7 @@ def main() -> int:
             delta_bytes: dict[int, int] = {}
             for label, streams, chunks in sizes:
                 done, seconds, written = burst(
-                    server.url, settings, label, streams, chunks, options.limit
+                    server.url, settings, label, streams, chunks, options.limit, cpu
                 )
                 rates[label] = done / seconds
                 complete = "" if done == streams * chunks else f" (only {done} in the limit)"
@@ -362,12 +423,26 @@ def main() -> int:
             print(f"4 x 2,500 against 100 x 100: {ratio:.2f} (goal >= 0.8)")
             for at, size in sorted(delta_bytes.items()):
                 print(f"deltas stream bytes per stream after {at:,} chunks: {size:,}")
-            done, seconds = whole_responses(server.url, settings, scale(10000), options.limit)
+            done, seconds = whole_responses(server.url, settings, scale(10000), options.limit, cpu)
             whole = done / seconds
             print(f"whole small responses: {whole:.0f}/s")
             print(
-                f"live chunks/s (100 x 100) / whole responses/s: "
+                f"live chunks/s (100 x {scale(100):,}) / whole responses/s: "
                 f"{rates['100x100'] / whole:.2f} (goal >= 0.5)"
+            )
+            live_cpu, whole_cpu = cpu.spent["100x100"], cpu.spent["whole"]
+            print(
+                f"CPU per live chunk (100 x {scale(100):,}): worker "
+                f"{live_cpu['worker'] * 1e6:.1f} us, Redis {live_cpu['redis'] * 1e6:.1f} us; "
+                f"per whole small response: worker "
+                f"{whole_cpu['worker'] * 1e6:.1f} us, Redis {whole_cpu['redis'] * 1e6:.1f} us; "
+                f"worker CPU per whole response / per live chunk: "
+                f"{whole_cpu['worker'] / live_cpu['worker']:.2f}"
+            )
+            long_cpu = cpu.spent["4x2500"]
+            print(
+                f"CPU per live chunk (4 x {scale(2500):,}): worker {long_cpu['worker'] * 1e6:.1f} "
+                f"us, Redis {long_cpu['redis'] * 1e6:.1f} us"
             )
             for streams, chunks in ((100, scale(100)), (2, scale(2500))):
                 per, log, raw = memory_per_open_stream(server.url, settings, streams, chunks)
@@ -376,6 +451,11 @@ def main() -> int:
                     f"of which its log {log / 1024:.1f} KiB (its chunks' payloads: "
                     f"{raw / 1024:.1f} KiB)"
                 )
+            memory = _memory_mib(fleet.workers[0].process.pid)
+            print(
+                f"worker memory after the run: RSS {memory['VmRSS']:.1f} MiB, "
+                f"peak {memory['VmHWM']:.1f} MiB"
+            )
         finally:
             fleet.kill_all()
             server.kill()

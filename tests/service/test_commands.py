@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import signal
@@ -191,6 +192,36 @@ def test_publish_reports_each_bad_file_on_one_line(
     )
     assert "published 1 entry to" in result.stderr
     assert result.stdout.startswith(f"{good} -> ")
+
+
+def test_serve_collects_garbage_less_often_before_the_worker_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from thoughtline.cli import service as service_cli
+    from thoughtline.worker import app
+
+    seen: list[tuple[int, int, int]] = []
+
+    class Worker:
+        def __init__(self, settings: Settings, url: str) -> None:
+            pass
+
+        async def run(self) -> int:
+            seen.append(gc.get_threshold())
+            return 0
+
+    for name in [name for name in os.environ if name.startswith("THOUGHTLINE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("THOUGHTLINE_REDIS_URL", "redis://127.0.0.1:1")
+    monkeypatch.setattr(app, "Worker", Worker)
+    monkeypatch.setattr(service_cli, "_configure_logging", lambda settings: None)
+    before = gc.get_threshold()
+    try:
+        assert service_cli.run_serve(argparse.Namespace(data_dir=tmp_path)) == 0
+    finally:
+        gc.set_threshold(*before)
+    assert before[:2] != app.COLLECT_THRESHOLDS
+    assert seen == [(*app.COLLECT_THRESHOLDS, before[2])]
 
 
 def test_the_app_is_importable_for_faststreams_own_cli() -> None:

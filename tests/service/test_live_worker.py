@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
+from typing import cast
 
 import msgspec
 import pytest
@@ -22,6 +23,7 @@ from thoughtline.worker.entries import DeliveredEntry, process
 from thoughtline.worker.group import ensure_group
 from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.live_entries import is_live, live_keys
+from thoughtline.worker.live_scripts import pack
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.settings import Settings, load_settings
 
@@ -347,7 +349,7 @@ async def test_a_large_step_is_computed_off_the_event_loop(
         threaded.append(getattr(function, "__name__", "?"))
         return await real(function, *arguments)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("thoughtline.worker.live.asyncio.to_thread", spy)
+    monkeypatch.setattr("thoughtline.worker.live_plans.asyncio.to_thread", spy)
     handler = await _handler(aclient, live_settings)
     await _publish(aclient, live_settings, "small", range(len(PAYLOADS)))
     await handler.handle(await _read(aclient, live_settings))
@@ -556,3 +558,124 @@ async def test_the_python_client_rebuilds_the_accumulations(
         assert record is not None and mine[-1].accumulated_text == record.content
     raw = [json.loads(f[b"delta"]) for _, f in client.xrange(live_settings.deltas_stream)]
     assert [d["accumulated_text"] is None for d in raw].count(False) == 3  # 2 finals, 1 revision
+
+
+async def test_batches_applied_in_the_background_overlap_and_keep_every_guarantee(
+    aclient: redis_asyncio.Redis,
+    client: redis.Redis,
+    live_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reader's path: each batch's steps are computed while the batch before commits.
+    The streams that batch was using are computed once it is committed, from the engines it
+    left, in the same script call as the others (one call per batch, no rebuild); every chunk
+    is applied once, in order, and each record is the recorded stream's."""
+    handler = await _handler(aclient, live_settings)
+    calls: list[int] = []
+    commit_streams = handler._committer.commit_streams
+
+    async def counting(runs: Sequence[tuple[object, str, Sequence[object]]]) -> list[list[int]]:
+        calls.append(len(runs))
+        return await commit_streams(runs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(handler._committer, "commit_streams", counting)
+    rebuilt = _count_rebuilds(monkeypatch)
+    payloads = _chat([f"word {number} " for number in range(7)])
+    names = ["bg1", "bg2", "bg3"]
+    for first in range(0, len(payloads), 2):
+        for name in names:
+            await _publish(aclient, live_settings, name, range(first, first + 2), payloads)
+        await handler.handle_in_background(await _read(aclient, live_settings))
+    await handler.finish()
+    assert calls == [3, 3, 3, 3]
+    assert rebuilt == []
+    expected, _ = run_live(payloads, "openai_chat", "bg1")
+    for name in names:
+        assert [d["seq"] for d in _deltas(client, live_settings, name)] == list(range(8))
+        assert _deltas(client, live_settings, name) == [
+            json.loads(msgspec.json.encode(delta).replace(b'"bg1"', f'"{name}"'.encode()))
+            for delta in expected
+        ]
+    records = sorted(f[b"record"] for _, f in client.xrange(live_settings.output_stream))
+    assert records == sorted(_expected(name, payloads) for name in names)
+    assert _pending(client, live_settings) == 0
+
+
+async def test_a_handle_waits_for_the_batch_committing_in_the_background(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    """The reclaimer's and the stop's path (`handle`) first lets the background batch finish:
+    its chunks are all applied when it returns."""
+    handler = await _handler(aclient, live_settings)
+    await _publish(aclient, live_settings, "fg", range(3))
+    await handler.handle_in_background(await _read(aclient, live_settings))
+    await _publish(aclient, live_settings, "fg", range(3, len(PAYLOADS)))
+    await handler.handle(await _read(aclient, live_settings))
+    assert [d["seq"] for d in _deltas(client, live_settings, "fg")] == list(range(len(PAYLOADS)))
+    assert client.xlen(live_settings.output_stream) == 1
+
+
+async def test_every_write_of_a_run_renews_the_keys_and_the_progress(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    """The script renews the TTLs and the open set's progress once per stream and call, after
+    its steps: the state, the log and the parked chunks all expire with the stream, and the
+    stream's progress is the call's time; a stream that ends leaves the open set."""
+    handler = await _handler(aclient, live_settings)
+    keys = live_keys(live_settings, "renew")
+    payloads = _chat([f"word {number} " for number in range(6)])
+    await _publish(aclient, live_settings, "renew", [0, 1, 2, 4], payloads)  # 4 is parked
+    await handler.handle(await _read(aclient, live_settings))
+    ttl = live_settings.live_ttl_seconds
+    for key in (keys.state, keys.log, keys.parked):
+        assert 0 < client.pttl(key) <= ttl * 1000, key
+    client.persist(keys.log)  # as if the TTL had been lost: the next applied step renews it
+    client.persist(keys.parked)
+    before = client.zscore(keys.open, "renew")
+    await asyncio.sleep(0.01)
+    await _publish(aclient, live_settings, "renew", [3], payloads)  # then the parked 4
+    await handler.handle(await _read(aclient, live_settings))
+    assert [d["seq"] for d in _deltas(client, live_settings, "renew")] == [0, 1, 2, 3, 4]
+    for key in (keys.state, keys.log, keys.parked):
+        assert 0 < client.pttl(key) <= ttl * 1000, key
+    assert (client.zscore(keys.open, "renew") or 0) > (before or 0)
+    await _publish(aclient, live_settings, "renew", [5, 6], payloads)
+    await handler.handle(await _read(aclient, live_settings))
+    assert client.zscore(keys.open, "renew") is None
+    assert client.pttl(keys.log) <= 1000 and client.pttl(keys.parked) <= 1000
+    assert 0 < client.pttl(keys.state) <= ttl * 1000
+
+
+def test_the_script_reads_every_argument_as_packed(client: redis.Redis) -> None:
+    """`pack` writes what the script's `cmsgpack.unpack` reads: strings and bytes (any byte)
+    of every header size, lists of every header size, nested."""
+    sizes = [0, 1, 31, 32, 255, 256, 65535, 65536]
+    strings: list[object] = [
+        bytes(range(256)) * (size // 256) + bytes(size % 256) for size in sizes
+    ]
+    strings += ["", "é" * 40, "a" * 300]
+    value: list[object] = [strings, [b"x"] * 15, [b"y"] * 16, [[b"deep", []], "z"]]
+    flattened = client.eval(
+        """
+        local out = {}
+        local function walk(item)
+          if type(item) == 'table' then
+            out[#out + 1] = '[' .. #item
+            for _, child in ipairs(item) do walk(child) end
+          else
+            out[#out + 1] = item
+          end
+        end
+        walk(cmsgpack.unpack(ARGV[1]))
+        return out
+        """,
+        0,
+        pack(value),
+    )
+
+    def walk(item: object) -> list[bytes]:
+        if isinstance(item, list):
+            return [f"[{len(item)}".encode()] + [part for child in item for part in walk(child)]
+        return [item.encode() if isinstance(item, str) else cast(bytes, item)]
+
+    assert flattened == walk(value)

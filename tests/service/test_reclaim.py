@@ -266,7 +266,7 @@ async def test_a_busy_worker_leaves_its_own_batch_to_the_others(
     busy = Worker(eager, redis_url, consumer="busy")
     other = Worker(eager, redis_url, consumer="other")
     release = asyncio.Event()
-    apply = busy.live.handle
+    apply = busy.live.handle_in_background
     calls = 0
 
     async def slow_first_batch(entries: Sequence[DeliveredEntry]) -> None:
@@ -276,7 +276,7 @@ async def test_a_busy_worker_leaves_its_own_batch_to_the_others(
             await release.wait()
         await apply(entries)
 
-    busy.live.handle = slow_first_batch  # type: ignore[method-assign]
+    busy.live.handle_in_background = slow_first_batch  # type: ignore[method-assign]
     try:
         await ensure_group(aclient, eager)
         await _publish_live(aclient, eager, streams, range(6))

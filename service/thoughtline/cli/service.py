@@ -121,7 +121,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
     except SettingsError as error:
         return _invalid_settings(error)
     _configure_logging(settings)
-    from thoughtline.worker.app import Worker
+    from thoughtline.worker.app import Worker, collect_less_often
 
     embedded: EmbeddedRedis | None = None
     url = settings.redis_url
@@ -139,6 +139,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
                 f"(data in {arguments.data_dir})",
                 flush=True,
             )
+    collect_less_often()
     try:
         return asyncio.run(Worker(settings, url).run())
     except MetricsPortError as error:

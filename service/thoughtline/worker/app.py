@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import logging
 import os
 import re
@@ -47,7 +48,7 @@ from redis import exceptions as redis_errors
 
 from thoughtline.contract.errors import ThoughtlineError
 from thoughtline.contract.partitions import PartitionKeys, parse_layouts
-from thoughtline.worker.batches import BatchHandler, cancel_until_done
+from thoughtline.worker.batches import BatchHandler
 from thoughtline.worker.commit import Committer, GroupVanishedError
 from thoughtline.worker.connections import Broker, ClusterBroker, RedisClient, async_client
 from thoughtline.worker.conversations import ConversationStore
@@ -71,6 +72,7 @@ from thoughtline.worker.retry import (
     WRITE_REFUSALS,
     Backoff,
     RefusedReads,
+    cancel_until_done,
     describe_refusal,
 )
 from thoughtline.worker.settings import Settings
@@ -84,6 +86,16 @@ READINESS_TIMEOUT_SECONDS: Final = 1.0
 """`/readyz` and the lag refresh of `/metrics` wait this long for Redis, then answer anyway."""
 COMMIT_FAILURES_NOT_READY: Final = 3
 """Failed commits in a row after which `/readyz` says not ready (the next good one clears it)."""
+COLLECT_THRESHOLDS: Final = (5_000, 20)
+"""The garbage collector's first two thresholds in a worker (Python's defaults: 700 and 10; the
+third, second-generation passes per full one, stays as it is). A worker keeps an engine per
+open live stream, many tracked objects that live as long as their stream, and each second
+generation or full pass walks them all: at the defaults that was an eighth to a fifth of a
+live chunk's worker CPU (more as the streams grow) and a tenth of a whole response's. What a
+chunk or a response allocates forms no cycles and is freed by reference counting, so fewer
+passes leave no more memory behind (bench/live.py: worker CPU and memory before and after, in
+docs/live.md). Freezing what start-up loaded, as the export does, did not help here: the kept
+engines, not the modules, are what the passes walk."""
 FASTSTREAM_LOGGER: Final = "thoughtline.faststream"
 StreamsResponse = list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]
 """What XREAD/XREADGROUP return with bytes responses: [(stream, [(entry id, fields)])]."""
@@ -103,6 +115,12 @@ def _os_reason(error: OSError) -> str:
 def consumer_name() -> str:
     """Unique per process, stable for its life: a restarted worker is a new consumer."""
     return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def collect_less_often() -> None:
+    """Fewer garbage collector passes in a worker process (`COLLECT_THRESHOLDS`)."""
+    _, _, third = gc.get_threshold()
+    gc.set_threshold(*COLLECT_THRESHOLDS, third)
 
 
 class Worker:

@@ -21,7 +21,6 @@ The conversation checks are a best effort beside the pipeline: when Redis refuse
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -37,7 +36,7 @@ from thoughtline.worker.entries import FASTSTREAM_DATA_FIELD, DeliveredEntry, Ou
 from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.live_entries import is_live
 from thoughtline.worker.metrics import Metrics
-from thoughtline.worker.retry import TRANSIENT_ERRORS, Backoff
+from thoughtline.worker.retry import TRANSIENT_ERRORS, Backoff, cancel_until_done
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -90,21 +89,27 @@ class BatchHandler:
         ids = {entry.entry_id for entry in entries} - self.in_flight
         self.in_flight |= ids
         try:
-            entries = await self._live_first(entries)
+            entries = await self._live_first(entries, background=True)
             outcomes = await self._normalize(entries)
-            await self.finish()
+            await self._finish_commit()
         except BaseException:
             self.in_flight -= ids  # left pending: this worker's reclaimer may take them too
             raise
         self._commit_task = asyncio.create_task(self._commit_logging_failure(outcomes, ids))
 
     async def finish(self, timeout: float | None = None) -> None:
-        """Wait for the batch whose commit is still running (at most one is).
+        """Wait for the batch whose commit is still running (at most one is), and for the live
+        entries committing in the background (`LiveHandler.finish`).
 
         With a `timeout` (the shutdown), a commit still running after it (Redis unreachable: it
         retries forever) is cancelled: nothing of it was acknowledged, its entries stay pending
         and are reclaimed by another worker.
         """
+        if self._live is not None:
+            await self._live.finish(timeout)
+        await self._finish_commit(timeout)
+
+    async def _finish_commit(self, timeout: float | None = None) -> None:
         task = self._commit_task
         if task is None:
             return
@@ -121,15 +126,21 @@ class BatchHandler:
         if not task.cancelled():
             await task
 
-    async def _live_first(self, entries: Sequence[DeliveredEntry]) -> Sequence[DeliveredEntry]:
-        """Live entries (a `stream` field) are applied by the live handler, each committed
-        by its own script (`worker/live.py`); the others are returned, to be normalized."""
+    async def _live_first(
+        self, entries: Sequence[DeliveredEntry], *, background: bool = False
+    ) -> Sequence[DeliveredEntry]:
+        """Live entries (a `stream` field) are applied by the live handler, committed by its
+        own script (`worker/live.py`), in the background if `background`; the others are
+        returned, to be normalized."""
         if self._live is None:
             return entries
         live = [entry for entry in entries if is_live(entry.fields)]
         if not live:
             return entries
-        await self._live.handle(live)
+        if background:
+            await self._live.handle_in_background(live)
+        else:
+            await self._live.handle(live)
         return [entry for entry in entries if not is_live(entry.fields)]
 
     async def _normalize(self, entries: Sequence[DeliveredEntry]) -> list[Outcome]:
@@ -254,16 +265,3 @@ class BatchHandler:
                     outcome.dead_error or "",
                 )
         tally.flush()
-
-
-async def cancel_until_done(task: asyncio.Task[None]) -> None:
-    """Cancel `task` and wait for it, cancelling again while it runs on.
-
-    One cancel is not enough: on Python 3.11 `asyncio.wait_for`, which redis-py wraps around
-    every command it sends, drops a cancel that lands as the command completes.
-    """
-    while not task.done():
-        task.cancel()
-        await asyncio.wait([task], timeout=0.1)
-    with contextlib.suppress(asyncio.CancelledError):
-        task.result()

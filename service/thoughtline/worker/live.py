@@ -22,6 +22,11 @@ that applied it or, if that one died, by any worker's sweep (`sweep`, every `int
 also closes streams idle for `THOUGHTLINE_LIVE_IDLE_MS` as truncated. Nothing here blocks other
 streams: a waiting chunk is no longer pending in the group.
 
+The reader's batches go through `handle_in_background`: a batch's steps are computed while
+the script call of the batch before runs (at most one in flight; the streams it is using are
+computed once it returns, from the engines it left, in the same call as the others). `handle`
+(the reclaimer, the stop's drain) waits for that call first and returns once all is committed.
+
 As in the batch commit (`worker/commit.py`), nothing is acknowledged whose output cannot be
 written: the script checks every key's type before its first write, its first write is the
 `XACK` (Redis refuses a script's writes at `maxmemory` only before its first one), and a
@@ -31,23 +36,25 @@ no live stream and the record stays as small as the entries in flight.
 
 Only commands a worker's ACL already grants are used: a parked chunk is taken out by setting
 it empty, a closed stream leaves the open set by its score (-1) and the keys expire.
+
+The handler's parts live beside it: the planned steps and the live entry as read
+(`live_plans.py`), the kept engines and the per-stream locks (`live_engines.py`), the script
+call and its arguments (`live_commit.py`), parked chunks (`live_parked.py`) and the sweep
+(`live_sweep.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
-from collections import OrderedDict, defaultdict
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Final, NamedTuple, TypeVar, cast
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Final, NamedTuple, cast
 
 import msgspec
 from redis import exceptions as redis_errors
 
 from thoughtline.contract.errors import NormalizeError
-from thoughtline.contract.record import encode
 from thoughtline.live import (
     LiveChunk,
     LiveOrderError,
@@ -55,84 +62,50 @@ from thoughtline.live import (
     LiveStep,
     LiveStream,
     decode_state,
-    encode_state,
 )
 from thoughtline.worker.commit import Committer
 from thoughtline.worker.connections import RedisClient
 from thoughtline.worker.entries import DeliveredEntry, Fields, Outcome
-from thoughtline.worker.live_entries import (
-    STREAM_FIELD,
-    LiveKeys,
-    dead_fields,
-    dead_outcome,
-    read_entry,
-    stream_keys,
+from thoughtline.worker.live_commit import LiveCommitter, count_dead
+from thoughtline.worker.live_engines import KeptEngines, StreamLocks
+from thoughtline.worker.live_entries import LiveKeys, dead_outcome, read_entry, stream_keys
+from thoughtline.worker.live_parked import parked_run
+from thoughtline.worker.live_plans import (
+    INLINE_BYTES,
+    LiveEntry,
+    Loaded,
+    Plan,
+    Planned,
+    as_bytes,
+    log_size,
+    off_loop_if_large,
+    run_size,
 )
-from thoughtline.worker.live_scripts import LIVE_SCRIPT, READ_SCRIPT, pack
+from thoughtline.worker.live_scripts import READ_SCRIPT
+from thoughtline.worker.live_sweep import LiveSweep
 from thoughtline.worker.metrics import Metrics
-from thoughtline.worker.retry import TRANSIENT_ERRORS, Backoff, is_write_refusal
+from thoughtline.worker.retry import (
+    TRANSIENT_ERRORS,
+    Backoff,
+    cancel_until_done,
+    is_write_refusal,
+)
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
-
-SWEEP_PAGE: Final = 500
-"""Open streams looked at per sweep step."""
-KEPT_STREAMS: Final = 1000
-"""Streams whose engine this worker keeps, the most recent."""
-KEPT_BYTES: Final = 64 * 1024 * 1024
-"""At most this much chunk data behind the kept engines: the oldest go first."""
-INLINE_BYTES: Final = 64 * 1024
-"""A run of steps that reads more chunk data than this (its own chunks, or the log of a stream
-this worker rebuilds) is computed in a worker thread, so a large chunk or a long stream never
-stops the event loop (`/healthz`, other streams, SIGTERM)."""
-PARKED_RUN: Final = 32
-"""Parked chunks fetched at once when a stream may continue with them."""
-
-_CLOSED_ERROR: Final = "the live stream was closed before this chunk came"
 
 
-class _Parked(msgspec.Struct, array_like=True):
-    """A chunk waiting for its predecessor, as stored in the parked hash."""
+class _Batch(NamedTuple):
+    """A batch of live entries read, and the steps computed for it before its commit."""
 
-    seq: int
-    format: str
-    payload: bytes | None
-    final: bool
-    meta: bytes | None
-    entry_id: bytes
-
-
-class _Entry(NamedTuple):
-    entry_id: bytes
-    fields: Fields
-    chunk: LiveChunk
-
-
-class _Loaded(NamedTuple):
-    """A stream as Redis holds it, with the engine for it (None: not started or closed)."""
-
-    engine: LiveStream | None
-    next_seq: int
-    closed: bool
-
-
-class _Plan(NamedTuple):
-    """The steps of one script call, and the engine they leave (None for a park)."""
-
-    steps: list[_Planned]
-    engine: LiveStream | None
-    dead: list[tuple[_Entry, NormalizeError]]
-
-
-class _Planned(NamedTuple):
-    """A step computed, waiting for its commit."""
-
-    mode: str
-    entry: _Entry | None
-    at: int
-    step: LiveStep | None
-    """None for a 'park' step, or a 'close' of a stream that never started."""
+    by_stream: dict[str, list[LiveEntry]]
+    bad: list[Outcome]
+    runs: list[tuple[str, LiveKeys, Plan]]
+    """The streams whose steps were computed from kept engines, committed in one call."""
+    deferred: list[str]
+    """Streams whose engines the batch before was using: computed once it is committed."""
+    slow: dict[str, list[LiveEntry]]
+    """Streams applied one by one (`_retrying`): no kept engine, a gap, a large run."""
 
 
 class LiveHandler:
@@ -142,32 +115,70 @@ class LiveHandler:
         self._client = client
         self._settings = settings
         self._metrics = metrics
-        self._script = client.register_script(LIVE_SCRIPT)
+        self._committer = LiveCommitter(client, settings, metrics)
         self._read_script = client.register_script(READ_SCRIPT)
         self._dead_letters = Committer(client, settings)
         self._partition = settings.keys()
-        self._script_keys = [
-            settings.input_stream,
-            settings.deltas_stream,
-            settings.output_stream,
-            settings.dead_stream,
-            self._partition.live_open_set,
-            self._partition.committed,
-        ]
-        """The keys every call of the live script starts with (each stream's follow)."""
-        self.interval = min(max(settings.live_idle_ms / 4000, 0.05), 1.0)
+        self._sweep = LiveSweep(client, settings, metrics)
+        self.interval = self._sweep.interval
         """How often `sweep` runs: parked chunks whose worker died wait about this long."""
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._locks = StreamLocks()
         """One step of a stream at a time in this process (the reader, the reclaimer and the
         sweep share the kept engines)."""
-        self._engines: OrderedDict[str, LiveStream] = OrderedDict()
-        self._engine_bytes = 0
+        self._applied = metrics.live_chunks.labels(outcome="applied")
+        """The count of applied chunks (looked up once: it grows at every chunk)."""
+        self._engines = KeptEngines()
         """Per stream, the engine this worker's last committed step of it left: the next
         chunks of the stream, if this worker gets them, are computed from it."""
+        self._task: asyncio.Task[None] | None = None
+        """The batch committing in the background (`handle_in_background`)."""
+        self._in_flight: frozenset[str] = frozenset()
+        """The streams of that batch."""
 
     async def handle(self, entries: Sequence[DeliveredEntry]) -> None:
-        """Apply, park or acknowledge each live entry; a bad one is dead-lettered."""
-        by_stream: dict[str, list[_Entry]] = defaultdict(list)
+        """Apply, park or acknowledge each live entry; a bad one is dead-lettered. Returns
+        once all is committed (after the batch still committing in the background, if any)."""
+        await self.finish()
+        await self._run(self._prepare(entries, frozenset()))
+
+    async def handle_in_background(self, entries: Sequence[DeliveredEntry]) -> None:
+        """`handle`, overlapped with the batch before: this batch's steps are computed while
+        the one before commits (its streams' steps excepted: they are computed from the
+        engines its commit leaves), then its commit runs while the reader reads on. At most
+        one batch commits in the background, so a slow Redis slows the reading down;
+        `finish()` waits for it."""
+        batch = self._prepare(entries, self._in_flight)
+        await self.finish()
+        self._in_flight = frozenset(batch.by_stream)
+        self._task = asyncio.create_task(self._run_logging_failure(batch))
+
+    async def finish(self, timeout: float | None = None) -> None:
+        """Wait for the batch committing in the background (at most one is). With a
+        `timeout` (the stop), one still running after it (Redis unreachable: it retries
+        forever) is cancelled: nothing of it was acknowledged, its entries stay pending and
+        are reclaimed by another worker."""
+        task = self._task
+        if task is None:
+            return
+        if timeout is not None:
+            await asyncio.wait([task], timeout=timeout)
+            if not task.done():
+                logger.warning(
+                    "live chunks still retrying %.1f s after the stop; cancelled, they stay "
+                    "pending and will be reclaimed",
+                    timeout,
+                )
+                await cancel_until_done(task)
+        self._task = None
+        self._in_flight = frozenset()
+        if not task.cancelled():
+            await task
+
+    def _prepare(self, entries: Sequence[DeliveredEntry], in_flight: frozenset[str]) -> _Batch:
+        """The entries read and grouped by stream, and the steps of each stream that can be
+        computed from an engine this worker kept (or that starts with this batch), except the
+        streams `in_flight` (their engines are in use by the batch committing)."""
+        by_stream: dict[str, list[LiveEntry]] = defaultdict(list)
         bad: list[Outcome] = []
         for entry_id, fields, delivery_count in entries:
             try:
@@ -175,15 +186,49 @@ class LiveHandler:
             except NormalizeError as error:
                 bad.append(dead_outcome(self._settings, entry_id, fields, error))
                 continue
-            by_stream[chunk.stream].append(_Entry(entry_id, fields, chunk))
-        if bad:
-            await self._dead_letter(bad)
-        for stream_entries in by_stream.values():
+            by_stream[chunk.stream].append(LiveEntry(entry_id, fields, chunk))
+        batch = _Batch(by_stream, bad, [], [], {})
+        for stream, stream_entries in by_stream.items():
             stream_entries.sort(key=lambda entry: entry.chunk.seq)
-        async with self._lock(_FAST_PATH):
-            slow = await self._fast_path(by_stream)
+            if stream in in_flight:
+                batch.deferred.append(stream)
+            else:
+                self._plan_fast(batch, stream)
+        return batch
+
+    def _plan_fast(self, batch: _Batch, stream: str) -> None:
+        entries = batch.by_stream[stream]
+        plan = self._fast_plan(stream, entries)
+        if plan is None:
+            batch.slow[stream] = entries
+        else:
+            batch.runs.append((stream, self._keys(stream), plan))
+
+    async def _run_logging_failure(self, batch: _Batch) -> None:
+        try:
+            await self._run(batch)
+        except Exception as error:  # the entries stay pending: another delivery will come
+            for stream in batch.by_stream:
+                self._engines.drop(stream)
+            logger.error(
+                "live chunks of %d streams not applied (%s: %s); they stay pending and will be "
+                "reclaimed",
+                len(batch.by_stream),
+                type(error).__name__,
+                error,
+            )
+
+    async def _run(self, batch: _Batch) -> None:
+        """Dead-letter the bad entries, commit the steps computed (and those of the streams
+        deferred), then apply the rest stream by stream."""
+        if batch.bad:
+            await self._dead_letter(batch.bad)
+        for stream in batch.deferred:
+            self._plan_fast(batch, stream)
+        async with self._locks.hold(_FAST_PATH):
+            slow = await self._fast_path(batch)
         for stream, stream_entries in slow.items():
-            async with self._lock(stream):
+            async with self._locks.hold(stream):
                 try:
                     if not stream_entries:  # all applied; its next chunk is parked
                         await self._apply_parked(stream)
@@ -193,30 +238,25 @@ class LiveHandler:
                     # A stream whose keys Redis no longer holds whole: its chunks stay
                     # pending (reclaimed, then dead-lettered after THOUGHTLINE_MAX_DELIVERIES);
                     # the other streams go on.
-                    self._drop_engine(stream)
+                    self._engines.drop(stream)
                     logger.error("live stream not applied: %s: %s", type(error).__name__, error)
 
-    async def _fast_path(self, by_stream: dict[str, list[_Entry]]) -> dict[str, list[_Entry]]:
-        """The streams whose next chunks this worker can compute from an engine it kept (or
-        that start with this read), computed and committed together in one script call; the
-        others, and what the call could not finish, are returned for `_retrying`."""
-        slow: dict[str, list[_Entry]] = {}
-        runs: list[tuple[str, LiveKeys, _Plan]] = []
-        for stream, entries in by_stream.items():
-            plan = self._fast_plan(stream, entries)
-            if plan is None:
-                slow[stream] = entries
-            else:
-                runs.append((stream, self._keys(stream), plan))
+    async def _fast_path(self, batch: _Batch) -> dict[str, list[LiveEntry]]:
+        """The steps computed from kept engines (`_prepare`), committed together in one script
+        call; the other streams, and what the call could not finish, are returned for
+        `_retrying`."""
+        slow, runs, by_stream = batch.slow, batch.runs, batch.by_stream
         if not runs:
             return slow
         try:
-            replies = await self._commit_streams([(keys, s, plan.steps) for s, keys, plan in runs])
+            replies = await self._committer.commit_streams(
+                [(keys, s, plan.steps) for s, keys, plan in runs]
+            )
         except (*TRANSIENT_ERRORS, redis_errors.ResponseError) as error:
             if isinstance(error, redis_errors.ResponseError) and not is_write_refusal(error):
                 raise
             for stream, _, _ in runs:  # waited out stream by stream
-                self._drop_engine(stream)
+                self._engines.drop(stream)
                 slow[stream] = by_stream[stream]
             return slow
         for (stream, _, plan), results in zip(runs, replies, strict=True):
@@ -227,7 +267,7 @@ class LiveHandler:
                 slow[stream] = rest
         return slow
 
-    def _fast_plan(self, stream: str, entries: list[_Entry]) -> _Plan | None:
+    def _fast_plan(self, stream: str, entries: list[LiveEntry]) -> Plan | None:
         """The steps of `entries` from the stream's kept engine (a stream's first chunks:
         from nothing), if they continue it and are small; else None."""
         engine = self._engines.get(stream)
@@ -236,41 +276,26 @@ class LiveHandler:
             return None
         if engine is not None and (engine.position != first or engine.state.closed):
             return None
-        self._take_engine(stream)  # in use; kept again once its steps are committed
-        run: list[_Entry] = []
+        self._engines.take(stream)  # in use; kept again once its steps are committed
+        run: list[LiveEntry] = []
         for entry in entries:
             if entry.chunk.seq != first + len(run):
                 break
             run.append(entry)
             if entry.chunk.final:
                 break
-        if _run_size(engine, run, self._settings.live_max_state_bytes) > INLINE_BYTES:
+        if run_size(engine, run, self._settings.live_max_state_bytes) > INLINE_BYTES:
             if engine is not None:
-                self._keep(stream, engine)
+                self._engines.keep(stream, engine)
             return None
         plan = self._compute(engine, run, "apply")
         if plan.dead or not plan.steps:
-            self._drop_engine(stream)
+            self._engines.drop(stream)
             return None
         return plan
 
     def _keys(self, stream: str) -> LiveKeys:
         return stream_keys(self._partition, stream)
-
-    @contextlib.asynccontextmanager
-    async def _lock(self, stream: str) -> AsyncIterator[None]:
-        """The stream's lock, forgotten when no one holds or waits for it."""
-        lock, users = self._locks.get(stream, (asyncio.Lock(), 0))
-        self._locks[stream] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[stream]
-            if users == 1:
-                del self._locks[stream]
-            else:
-                self._locks[stream] = (lock, users - 1)
 
     def _read(self, fields: Fields, delivery_count: int) -> LiveChunk:
         payload = fields.get(b"payload")
@@ -290,7 +315,7 @@ class LiveHandler:
             )
         return chunk
 
-    async def _retrying(self, stream: str, entries: list[_Entry]) -> None:
+    async def _retrying(self, stream: str, entries: list[LiveEntry]) -> None:
         """`_stream`, waited out while Redis is unreachable or refuses writes (each step is
         atomic and computed again from what Redis holds, so a retry is always safe)."""
         backoff = Backoff()
@@ -304,13 +329,13 @@ class LiveHandler:
                 if not is_write_refusal(error):
                     raise
                 reason = " ".join(str(error).split())[:200]
-            self._drop_engine(stream)
+            self._engines.drop(stream)
             logger.warning(
                 "live stream step not committed (%s); retrying in %.1f s", reason, backoff.delay
             )
             await backoff.wait()
 
-    async def _stream(self, stream: str, entries: list[_Entry]) -> None:
+    async def _stream(self, stream: str, entries: list[LiveEntry]) -> None:
         """Apply the entries of one stream (sorted by `seq`): each run of consecutive ones
         in one script call, the others parked; then the parked chunks that became next."""
         keys = self._keys(stream)
@@ -322,15 +347,15 @@ class LiveHandler:
             if plan.engine is None and loaded.engine is not None:
                 # A park computes nothing: the engine just read is still the stream's, kept
                 # so that its next chunk here reads only what it misses (not the whole log).
-                self._keep(stream, loaded.engine)
+                self._engines.keep(stream, loaded.engine)
             for entry, error in plan.dead:  # its step raised: dead-lettered, not applied
                 waiting.remove(entry)
                 outcome = dead_outcome(self._settings, entry.entry_id, entry.fields, error)
                 await self._dead_letter([outcome])
             if not plan.steps:
-                self._drop_engine(stream)
+                self._engines.drop(stream)
                 continue
-            results = await self._commit(keys, stream, plan.steps)
+            results = await self._committer.commit(keys, stream, plan.steps)
             parked_next = results.pop() == 1
             for done in self._settle(stream, plan, results):
                 if done.entry is not None:
@@ -338,47 +363,47 @@ class LiveHandler:
         if parked_next:
             await self._apply_parked(stream)
 
-    async def _current(self, keys: LiveKeys, stream: str, first_seq: int) -> _Loaded:
+    async def _current(self, keys: LiveKeys, stream: str, first_seq: int) -> Loaded:
         """The stream's engine: the kept one, trusted without a read when it is at
         `first_seq` (the script checks it still is), else brought up to date from Redis."""
-        engine = self._take_engine(stream)  # taken while in use: the fast path skips it
+        engine = self._engines.take(stream)  # taken while in use: the fast path skips it
         if engine is not None and engine.position == first_seq and not engine.state.closed:
-            return _Loaded(engine, engine.position, False)
+            return Loaded(engine, engine.position, False)
         if engine is not None:
-            self._keep(stream, engine)  # `_load` brings it up to date
+            self._engines.keep(stream, engine)  # `_load` brings it up to date
         return await self._load(keys, stream)
 
-    async def _load(self, keys: LiveKeys, stream: str) -> _Loaded:
-        engine = self._take_engine(stream)
+    async def _load(self, keys: LiveKeys, stream: str) -> Loaded:
+        engine = self._engines.take(stream)
         first = engine.position if engine is not None else 0
         reply = await self._read_script(keys=[keys.state, keys.log], args=[first])
         seq, data, closed, _token, *tail = cast(list[bytes | None], reply)
         next_seq = int(seq) if seq else 0
         if closed == b"1" or not data:
-            return _Loaded(None, next_seq, closed == b"1")
-        state = decode_state(_bytes(data))
-        log = [_bytes(element or b"") for element in tail]
+            return Loaded(None, next_seq, closed == b"1")
+        state = decode_state(as_bytes(data))
+        log = [as_bytes(element or b"") for element in tail]
         if engine is not None and engine.fits(state) and first + len(log) == state.next_seq:
-            await _off_loop_if_large(engine.catch_up, state, log, size=_size(log))
-            return _Loaded(engine, state.next_seq, False)
+            await off_loop_if_large(engine.catch_up, state, log, size=log_size(log))
+            return Loaded(engine, state.next_seq, False)
         if first != 0:
             reply = await self._read_script(keys=[keys.state, keys.log], args=[0])
             seq, data, closed, _token, *tail = cast(list[bytes | None], reply)
             if closed == b"1" or not data:
-                return _Loaded(None, int(seq) if seq else 0, closed == b"1")
-            state = decode_state(_bytes(data))
-            log = [_bytes(element or b"") for element in tail]
-        engine = await _off_loop_if_large(self._restore, state, log, size=_size(log))
-        return _Loaded(engine, state.next_seq, False)
+                return Loaded(None, int(seq) if seq else 0, closed == b"1")
+            state = decode_state(as_bytes(data))
+            log = [as_bytes(element or b"") for element in tail]
+        engine = await off_loop_if_large(self._restore, state, log, size=log_size(log))
+        return Loaded(engine, state.next_seq, False)
 
     def _restore(self, state: LiveState, log: list[bytes]) -> LiveStream:
         return LiveStream.restore(
             state, log, prompt_table=self._settings.live_prompt_reasoning_table
         )
 
-    async def _plan(self, loaded: _Loaded, waiting: list[_Entry]) -> _Plan:
+    async def _plan(self, loaded: Loaded, waiting: list[LiveEntry]) -> Plan:
         """The steps for the entries that continue the stream (computed), else one park."""
-        run: list[_Entry] = []
+        run: list[LiveEntry] = []
         expected = loaded.next_seq
         for entry in waiting:
             if loaded.closed or entry.chunk.seq != expected:
@@ -388,13 +413,13 @@ class LiveHandler:
             if entry.chunk.final:
                 break
         if not run:
-            return _Plan([_Planned("park", waiting[0], waiting[0].chunk.seq, None)], None, [])
-        size = _run_size(loaded.engine, run, self._settings.live_max_state_bytes)
-        return await _off_loop_if_large(self._compute, loaded.engine, run, "apply", size=size)
+            return Plan([Planned("park", waiting[0], waiting[0].chunk.seq, None)], None, [])
+        size = run_size(loaded.engine, run, self._settings.live_max_state_bytes)
+        return await off_loop_if_large(self._compute, loaded.engine, run, "apply", size=size)
 
-    def _compute(self, engine: LiveStream | None, run: list[_Entry], mode: str) -> _Plan:
+    def _compute(self, engine: LiveStream | None, run: list[LiveEntry], mode: str) -> Plan:
         """The run's steps, from `engine` (None: the stream starts with the run)."""
-        planned: list[_Planned] = []
+        planned: list[Planned] = []
         for entry in run:
             chunk = entry.chunk
             try:
@@ -406,22 +431,23 @@ class LiveHandler:
             except LiveOrderError:
                 break
             except NormalizeError as error:
-                return _Plan(planned, engine, [(entry, error)])
+                return Plan(planned, engine, [(entry, error)])
             except Exception as error:  # a bug must not stop the worker: dead-letter the chunk
                 crash = NormalizeError(
                     "normalizer_crash", f"the live step raised {type(error).__name__}"
                 )
-                return _Plan(planned, None, [(entry, crash)])
-            planned.append(_Planned(mode, entry, chunk.seq, step))
+                return Plan(planned, None, [(entry, crash)])
+            planned.append(Planned(mode, entry, chunk.seq, step))
             if step.state.closed:
                 break
-        return _Plan(planned, engine, [])
+        return Plan(planned, engine, [])
 
-    def _settle(self, stream: str, plan: _Plan, results: list[int]) -> list[_Planned]:
+    def _settle(self, stream: str, plan: Plan, results: list[int]) -> list[Planned]:
         """Count what the script did; keep the engine when every step computed from it was
         committed, else drop it. Returns the steps that are finished (the others are computed
         again)."""
-        finished: list[_Planned] = []
+        finished: list[Planned] = []
+        applied = 0
         for planned, result in zip(plan.steps, results, strict=False):
             if result == -1:
                 break
@@ -429,48 +455,36 @@ class LiveHandler:
             if planned.mode == "park":
                 self._count_park(planned, result)
             elif result == 1 and planned.step is not None:
-                final = planned.entry.chunk.final if planned.entry is not None else False
-                self._count(planned.step, final)
+                step = planned.step
+                if step.revision is not None or step.state.closed:
+                    final = planned.entry.chunk.final if planned.entry is not None else False
+                    self._count(step, final)
+                else:  # the usual chunk: one more applied, counted once for the run
+                    applied += 1
             elif result == 3:
                 self._metrics.live_chunks.labels(outcome="repeated").inc()
+        if applied:
+            self._applied.inc(applied)
         if plan.engine is None:  # a park: the kept engine (if any) was not used
             return finished
-        self._drop_engine(stream)
+        self._engines.drop(stream)
         every_one = len(finished) == len(plan.steps) and all(
             result == 1 for result in results[: len(finished)]
         )
         if every_one and not plan.dead and not plan.engine.state.closed:
-            self._keep(stream, plan.engine)
+            self._engines.keep(stream, plan.engine)
         return finished
 
-    def _count_park(self, plan: _Planned, result: int) -> None:
+    def _count_park(self, plan: Planned, result: int) -> None:
         outcome = _PARK_OUTCOMES.get(result)
         if outcome is not None:
             self._metrics.live_chunks.labels(outcome=outcome).inc()
         if result == 4 and plan.entry is not None:
             self._count_dead(plan.entry.chunk.format, "live_stream_closed")
 
-    def _keep(self, stream: str, engine: LiveStream) -> None:
-        self._engines[stream] = engine
-        self._engine_bytes += engine.size
-        while self._engines and (
-            len(self._engines) > KEPT_STREAMS or self._engine_bytes > KEPT_BYTES
-        ):
-            _, dropped = self._engines.popitem(last=False)
-            self._engine_bytes -= dropped.size
-
-    def _take_engine(self, stream: str) -> LiveStream | None:
-        engine = self._engines.pop(stream, None)
-        if engine is not None:
-            self._engine_bytes -= engine.size
-        return engine
-
-    def _drop_engine(self, stream: str) -> None:
-        self._take_engine(stream)
-
     async def apply_parked(self, stream: str) -> int:
         """Apply the parked chunks that are now next, in order; returns how many."""
-        async with self._lock(stream):
+        async with self._locks.hold(stream):
             return await self._apply_parked(stream)
 
     async def _apply_parked(self, stream: str) -> int:
@@ -480,28 +494,17 @@ class LiveHandler:
             loaded = await self._load(keys, stream)
             if loaded.closed or loaded.engine is None:
                 return applied
-            next_seq = loaded.next_seq
-            seqs = [str(seq) for seq in range(next_seq, next_seq + PARKED_RUN)]
-            found = await self._client.hmget(keys.parked, seqs)
-            run: list[_Entry] = []
-            for raw in found:
-                if not raw:
-                    break
-                parked = msgspec.msgpack.decode(_bytes(raw), type=_Parked)
-                chunk = LiveChunk(
-                    stream, parked.seq, parked.format, parked.payload, parked.final, parked.meta
-                )
-                run.append(_Entry(parked.entry_id, {}, chunk))
+            run = await parked_run(self._client, keys, stream, loaded.next_seq)
             if not run:
-                self._keep(stream, loaded.engine)
+                self._engines.keep(stream, loaded.engine)
                 return applied
-            size = _run_size(loaded.engine, run, self._settings.live_max_state_bytes)
-            plan = await _off_loop_if_large(self._compute, loaded.engine, run, "parked", size=size)
+            size = run_size(loaded.engine, run, self._settings.live_max_state_bytes)
+            plan = await off_loop_if_large(self._compute, loaded.engine, run, "parked", size=size)
             if plan.dead:  # a crash: the stream waits, then closes as idle
                 logger.error("live stream chunk not applied: %s", plan.dead[0][1].reason)
             if not plan.steps:
                 return applied
-            results = await self._commit(keys, stream, plan.steps)
+            results = await self._committer.commit(keys, stream, plan.steps)
             results.pop()
             self._settle(stream, plan, results)
             committed = sum(1 for result in results if result == 1)
@@ -510,38 +513,20 @@ class LiveHandler:
                 return applied
 
     async def run_sweeps(self) -> None:
-        """`sweep` every `interval`, for the worker's life; Redis errors are waited out."""
-        backoff = Backoff(first=self.interval)
-        while True:
-            await asyncio.sleep(self.interval)
-            try:
-                await self.sweep()
-                backoff.reset()
-            except (*TRANSIENT_ERRORS, redis_errors.ResponseError) as error:
-                logger.debug("live sweep skipped: %s", type(error).__name__)
-                await backoff.wait()
-            except Exception as error:  # a bug here must not end the sweeps for good
-                logger.error("live sweep failed: %s", type(error).__name__)
-                await backoff.wait()
+        """The sweep (`worker/live_sweep.py`) every `interval`, for the worker's life."""
+        await self._sweep.run_sweeps(self.sweep_stream)
 
     async def sweep(self) -> None:
-        """Apply parked chunks that are next (their worker died after the predecessor) and
-        close streams idle past `THOUGHTLINE_LIVE_IDLE_MS`. Only streams without progress for
-        an `interval` are looked at (a stream in progress has its parked chunks applied by the
-        worker that applies their predecessor), the longest idle first."""
-        keys = self._keys("")
-        now = _now_ms()
-        members = await self._client.zrangebyscore(keys.open, 0, "+inf")
-        self._metrics.set_live_open(keys.open, len(members))
-        open_streams = await self._client.zrangebyscore(
-            keys.open, 0, now - self.interval * 1000, start=0, num=SWEEP_PAGE, withscores=True
-        )
-        for member, score in cast(list[tuple[bytes, float]], open_streams):
-            stream = member.decode()
-            async with self._lock(stream):
-                await self._apply_parked(stream)
-                if now - score >= self._settings.live_idle_ms:
-                    await self._close_idle(stream)
+        """One sweep of the partition's open streams (`LiveSweep.sweep`)."""
+        await self._sweep.sweep(self.sweep_stream)
+
+    async def sweep_stream(self, stream: str, close: bool) -> None:
+        """The sweep's work on one stream it found without progress: its parked chunks that
+        are next applied, and, if it is idle past `THOUGHTLINE_LIVE_IDLE_MS`, it is closed."""
+        async with self._locks.hold(stream):
+            await self._apply_parked(stream)
+            if close:
+                await self._close_idle(stream)
 
     async def _close_idle(self, stream: str) -> None:
         keys = self._keys(stream)
@@ -550,9 +535,10 @@ class LiveHandler:
             return
         step = None
         if loaded.engine is not None:  # the record is read from the whole log
-            step = await _off_loop_if_large(loaded.engine.close, size=loaded.engine.size)
-        results = await self._commit(keys, stream, [_Planned("close", None, loaded.next_seq, step)])
-        self._drop_engine(stream)
+            step = await off_loop_if_large(loaded.engine.close, size=loaded.engine.size)
+        close = Planned("close", None, loaded.next_seq, step)
+        results = await self._committer.commit(keys, stream, [close])
+        self._engines.drop(stream)
         if results[:1] == [1]:
             self._metrics.live_closed.labels(how="idle").inc()
             if step is not None:
@@ -561,102 +547,6 @@ class LiveHandler:
                     tally = self._metrics.tally()
                     tally.record(step.record)
                     tally.flush()
-
-    async def _commit(self, keys: LiveKeys, stream: str, plans: Sequence[_Planned]) -> list[int]:
-        """The steps of one stream through one script call: their results, then whether the
-        chunk the stream now needs is parked (1/0)."""
-        (results,) = await self._commit_streams([(keys, stream, plans)])
-        return results
-
-    async def _commit_streams(
-        self, runs: Sequence[tuple[LiveKeys, str, Sequence[_Planned]]]
-    ) -> list[list[int]]:
-        """The steps of several streams through one script call (one round trip)."""
-        arguments: list[bytes | str | int] = [
-            self._settings.group,
-            self._settings.live_ttl_seconds,
-            _now_ms(),
-        ]
-        script_keys = list(self._script_keys)
-        for keys, stream, plans in runs:
-            arguments += [stream, len(plans)]
-            for plan in plans:
-                arguments += await self._step_arguments(keys, stream, plan)
-            script_keys += [keys.state, keys.parked, keys.log]
-        reply = await self._script(keys=script_keys, args=arguments)
-        return [[int(value) for value in results] for results in reply]
-
-    async def _step_arguments(
-        self, keys: LiveKeys, stream: str, plan: _Planned
-    ) -> list[bytes | str | int]:
-        """One step as the script takes it: one msgpack array (see `LIVE_SCRIPT`)."""
-        if plan.mode == "park":
-            assert plan.entry is not None
-            chunk, entry = plan.entry.chunk, plan.entry
-            parked = _Parked(
-                chunk.seq, chunk.format, chunk.payload, chunk.final, chunk.meta, entry.entry_id
-            )
-            closed_error = NormalizeError("live_stream_closed", _CLOSED_ERROR)
-            items = dead_fields(dict(entry.fields), closed_error, entry.entry_id)
-            park = ["park", entry.entry_id, str(plan.at), "", msgspec.msgpack.encode(parked), items]
-            return [pack(park)]
-        step = plan.step
-        entry_id: bytes | str = plan.entry.entry_id if plan.entry is not None else b""
-        if plan.mode == "close":
-            entry_id = str(self._settings.live_idle_ms)
-        dead: list[list[bytes]] = []
-        if step is None or step.state.closed:
-            first = plan.at + (1 if plan.mode != "close" else 0)
-            dead = await self._parked_dead_letters(keys, stream, first)
-        if step is not None and step.error is not None:
-            fields = {STREAM_FIELD: stream.encode(), b"seq": str(step.delta.seq).encode()}
-            dead.append(dead_fields(fields, step.error, _bytes(entry_id)))
-            self._count_dead(step.state.format, step.error.reason)
-        fields_of_step: list[object]
-        if step is None:
-            fields_of_step = [plan.mode, entry_id, str(plan.at), ""]
-            fields_of_step += [str(plan.at), b"", b"1", b"", b"", b"", b"", dead]
-        else:
-            fields_of_step = [plan.mode, entry_id, str(plan.at), step.state.token]
-            fields_of_step += [
-                str(step.state.next_seq),
-                encode_state(step.state),
-                b"1" if step.state.closed else b"0",
-                step.logged,
-                msgspec.json.encode(step.delta),
-                step.state.format.encode(),
-                encode(step.record) if step.record is not None else b"",
-                dead,
-            ]
-        return [pack(fields_of_step)]
-
-    async def _parked_dead_letters(
-        self, keys: LiveKeys, stream: str, first: int
-    ) -> list[list[bytes]]:
-        """Chunks parked past the end of a stream: they can no longer be applied."""
-        top = await self._client.hget(keys.state, "parked_max")
-        seqs = [str(seq) for seq in range(first, int(top) + 1)] if top is not None else []
-        found = await self._client.hmget(keys.parked, seqs) if seqs else []
-        dead = []
-        for raw in found:
-            if not raw:
-                continue
-            chunk = msgspec.msgpack.decode(_bytes(raw), type=_Parked)
-            fields: dict[bytes, bytes] = {
-                STREAM_FIELD: stream.encode(),
-                b"seq": str(chunk.seq).encode(),
-                b"format": chunk.format.encode(),
-            }
-            if chunk.payload is not None:
-                fields[b"payload"] = chunk.payload
-            if chunk.final:
-                fields[b"final"] = b"1"
-            if chunk.meta is not None:
-                fields[b"meta"] = chunk.meta
-            error = NormalizeError("live_stream_closed", _CLOSED_ERROR)
-            dead.append(dead_fields(fields, error, chunk.entry_id))
-            self._count_dead(chunk.format, "live_stream_closed")
-        return dead
 
     async def _dead_letter(self, outcomes: list[Outcome]) -> None:
         """Through the batch commit: checked, waited out while refused, recorded as
@@ -674,7 +564,7 @@ class LiveHandler:
             )
 
     def _count(self, step: LiveStep, final: bool) -> None:
-        self._metrics.live_chunks.labels(outcome="applied").inc()
+        self._applied.inc()
         self._count_revision(step)
         if step.state.closed:
             self._metrics.live_closed.labels(how="final" if final else "too_large").inc()
@@ -688,41 +578,9 @@ class LiveHandler:
             self._metrics.live_revisions.labels(direction=step.revision).inc()
 
     def _count_dead(self, format_name: str | None, reason: str) -> None:
-        tally = self._metrics.tally()
-        tally.dead_letter(format_name, reason)
-        tally.flush()
+        count_dead(self._metrics, format_name, reason)
 
 
 _PARK_OUTCOMES: Final = {2: "waited", 3: "repeated", 4: "late"}
 _FAST_PATH: Final = "\x00fast"
 """The lock of `LiveHandler._fast_path` (no stream id is this)."""
-
-
-async def _off_loop_if_large(function: Callable[..., T], *arguments: object, size: int) -> T:
-    """`function(*arguments)`, in a worker thread when it reads more than `INLINE_BYTES`."""
-    if size > INLINE_BYTES:
-        return await asyncio.to_thread(function, *arguments)
-    return function(*arguments)
-
-
-def _run_size(engine: LiveStream | None, run: Sequence[_Entry], cap: int) -> int:
-    """What computing `run` reads: its chunks, and the whole stream when the run ends it (the
-    record is read from every chunk), by a final chunk or the size cap."""
-    size = sum(len(entry.chunk.payload or b"") for entry in run)
-    if engine is None:
-        return size
-    ends = any(entry.chunk.final for entry in run) or engine.state.stored_bytes + size > cap
-    return size + engine.size if ends else size
-
-
-def _size(log: Sequence[bytes]) -> int:
-    return sum(len(element) for element in log)
-
-
-def _bytes(value: bytes | str) -> bytes:
-    """A reply of the worker's client (bytes: it never decodes responses)."""
-    return value if isinstance(value, bytes) else value.encode()
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

@@ -17,7 +17,6 @@ Every write renews the stream's keys' TTL (`THOUGHTLINE_LIVE_TTL_SECONDS`).
 
 from __future__ import annotations
 
-import struct
 from typing import Final
 
 from thoughtline.worker.commit import COMMITTED_MARKS_LUA, STREAM_IDS_LUA
@@ -28,9 +27,9 @@ LIVE_SCRIPT: Final = (
     + """
 -- KEYS: 1 input stream, 2 deltas, 3 output, 4 dead letters, 5 open streams (zset), 6 committed
 -- ids (zset), then per live stream three: its state hash, parked hash, log hash.
--- ARGV: 1 group, 2 ttl seconds, 3 now (ms), then per live stream: its id, its step count,
--- then each step as one msgpack array (one argument: far less to pack and send than its
--- fields one by one):
+-- ARGV: 1 group, 2 ttl seconds, 3 now (ms), 4 the runs: one msgpack array (one argument, packed
+-- once: far less to pack and send than their fields one by one), per live stream [its id, its
+-- steps], each step an array:
 --   mode, entry id (mode 'close': the idle time in ms), at (the seq it was computed at),
 --   token (the stream's; at seq 0 the new one), then
 --   'park': the parked chunk, the dead letter's items (added if the stream is closed)
@@ -87,23 +86,23 @@ local function acknowledge(entry_id)  -- 1 now, 0 not pending, 2 committed befor
   return 1
 end
 local all_results = {}
-local position = 4
-local stream_number = 0
-while position <= #ARGV do
-  local stream, step_count = ARGV[position], tonumber(ARGV[position + 1])
-  position = position + 2
-  local base = 7 + 3 * stream_number
-  stream_number = stream_number + 1
+for stream_number, run in ipairs(cmsgpack.unpack(ARGV[4])) do
+  local stream, steps = run[1], run[2]
+  local base = 4 + 3 * stream_number
   local state_key, parked_key, log_key = KEYS[base], KEYS[base + 1], KEYS[base + 2]
   local results = {}
   local stopped = false
-  for _ = 1, step_count do
-    local step = cmsgpack.unpack(ARGV[position])
-    position = position + 1
+  -- The stream's state as this call leaves it, read once and kept up to date as the steps
+  -- write it (the script is atomic: nothing else writes it meanwhile); the keys' TTLs and the
+  -- stream's progress in the open set are written once, after its steps.
+  local state = redis.call('HMGET', state_key, 'seq', 'closed', 'token', 'parked_max')
+  local current = state[1] or '0'
+  local closed = state[2] == '1'
+  local stream_token = state[3]
+  local parked_max = tonumber(state[4] or '-1')
+  local written, progressed, ended = false, false, false
+  for _, step in ipairs(steps) do
     local mode, entry_id, at, token = step[1], step[2], step[3], step[4]
-    local state = redis.call('HMGET', state_key, 'seq', 'closed', 'token')
-    local current = state[1] or '0'
-    local closed = state[2] == '1'
     local result = nil
     if mode == 'park' then
       local parked, items = step[5], step[6]
@@ -121,12 +120,11 @@ while position <= #ARGV do
           result = 4
         else
           redis.call('HSET', parked_key, at, parked)
-          redis.call('EXPIRE', parked_key, ttl)
-          redis.call('EXPIRE', log_key, ttl)  -- the log lives as long as the state
-          if seq > tonumber(redis.call('HGET', state_key, 'parked_max') or '-1') then
+          if seq > parked_max then
             redis.call('HSET', state_key, 'parked_max', at)
+            parked_max = seq
           end
-          redis.call('EXPIRE', state_key, ttl)
+          written = true
           if not redis.call('ZSCORE', open_key, stream) then
             redis.call('ZADD', open_key, now, stream)
           end
@@ -137,7 +135,7 @@ while position <= #ARGV do
       local new_seq, new_state, now_closed = step[5], step[6], step[7]
       local logged, delta, format = step[8], step[9], step[10]
       local record, dead = step[11], step[12]
-      if stopped or current ~= at or closed or (at ~= '0' and state[3] ~= token) then
+      if stopped or current ~= at or closed or (at ~= '0' and stream_token ~= token) then
         result = -1
       elseif mode == 'apply' then
         local acknowledged = acknowledge(entry_id)
@@ -153,14 +151,14 @@ while position <= #ARGV do
         end
       else  -- 'close': only if still idle (a chunk may have been applied since the sweep looked)
         local score = redis.call('ZSCORE', open_key, stream)
-        if score and tonumber(now) - tonumber(score) < tonumber(entry_id) then
+        if progressed or (score and tonumber(now) - tonumber(score) < tonumber(entry_id)) then
           result = -1
         end
       end
       if result == nil then
         redis.call('HSET', state_key, 'seq', new_seq, 'state', new_state, 'closed', now_closed,
                    'token', token)
-        redis.call('EXPIRE', state_key, ttl)
+        current, stream_token, written = new_seq, token, true
         if delta ~= '' then
           redis.call('XADD', KEYS[2], '*', 'delta', delta, 'id', stream, 'format', format)
         end
@@ -171,6 +169,7 @@ while position <= #ARGV do
           redis.call('XADD', KEYS[4], '*', unpack(items))
         end
         if now_closed == '1' then
+          closed, ended = true, true
           redis.call('ZADD', open_key, -1, stream)
           redis.call('ZREMRANGEBYSCORE', open_key, -1, -1)
           redis.call('EXPIRE', parked_key, 1)
@@ -179,9 +178,7 @@ while position <= #ARGV do
           if logged ~= '' then
             redis.call('HSET', log_key, at, logged)
           end
-          redis.call('EXPIRE', log_key, ttl)
-          redis.call('ZADD', open_key, now, stream)
-          redis.call('EXPIRE', parked_key, ttl)
+          progressed = true
         end
         result = 1
       end
@@ -189,10 +186,24 @@ while position <= #ARGV do
     results[#results + 1] = result
     stopped = stopped or result == -1
   end
+  if written then  -- every write renews the stream's keys' TTL (the log and parked chunks of
+    redis.call('EXPIRE', state_key, ttl)  -- an ended stream go at once: set above)
+    if not ended then
+      redis.call('EXPIRE', log_key, ttl)  -- the log lives as long as the state
+      if parked_max >= 0 then  -- a parked hash is only ever written with parked_max
+        redis.call('EXPIRE', parked_key, ttl)
+      end
+    end
+  end
+  if progressed and not ended then
+    redis.call('ZADD', open_key, now, stream)
+  end
   -- Last: whether the chunk the stream now needs is parked (then it is applied right away).
-  local now_at = redis.call('HMGET', state_key, 'seq', 'closed')
-  local waiting = redis.call('HGET', parked_key, now_at[1] or '0')
-  results[#results + 1] = (now_at[2] ~= '1' and waiting and waiting ~= '') and 1 or 0
+  local waiting = nil
+  if not closed and parked_max >= tonumber(current) then
+    waiting = redis.call('HGET', parked_key, current)
+  end
+  results[#results + 1] = (waiting and waiting ~= '') and 1 or 0
   all_results[#all_results + 1] = results
 end
 if highest then  -- the committed-ids record, kept as the batch commit keeps it
@@ -219,41 +230,47 @@ return result
 """A stream's state and the log elements a worker's engine has not seen, read consistently."""
 
 
-def pack(value: object) -> bytes:
-    """`value` (bytes, str, lists of them) as msgpack for the script's `cmsgpack.unpack`: bytes
-    as msgpack strings (the script's msgpack reads no `bin` type; its strings are bytes)."""
+def pack(value: list[object]) -> bytes:
+    """`value` (a list of bytes, str and lists of them) as msgpack for the script's
+    `cmsgpack.unpack`: bytes as msgpack strings (the script's msgpack reads no `bin` type; its
+    strings are bytes)."""
     parts: list[bytes] = []
     _pack_into(value, parts)
     return b"".join(parts)
 
 
-_SHORT_STRINGS: Final = [bytes([0xA0 | size]) for size in range(32)]
-_SHORT_ARRAYS: Final = [bytes([0x90 | size]) for size in range(16)]
+_STRING_HEADERS: Final = [bytes([0xA0 | size]) for size in range(32)] + [
+    b"\xd9" + bytes([size]) for size in range(32, 256)
+]
+_ARRAY_HEADERS: Final = [bytes([0x90 | size]) for size in range(16)]
 
 
-def _pack_into(value: object, parts: list[bytes]) -> None:
-    """Appends `value`'s msgpack to `parts` (one join at the end, no copy per level)."""
-    if isinstance(value, list):
-        size = len(value)
-        if size < 16:
-            parts.append(_SHORT_ARRAYS[size])
-        elif size < 65536:
-            parts.append(b"\xdc" + struct.pack(">H", size))
-        else:
-            parts.append(b"\xdd" + struct.pack(">I", size))
-        for item in value:
-            _pack_into(item, parts)
-        return
-    if isinstance(value, str):
-        value = value.encode()
-    assert isinstance(value, bytes)
-    size = len(value)
-    if size < 32:
-        parts.append(_SHORT_STRINGS[size])
-    elif size < 256:
-        parts.append(b"\xd9" + bytes([size]))
-    elif size < 65536:
-        parts.append(b"\xda" + struct.pack(">H", size))
+def _pack_into(items: list[object], parts: list[bytes]) -> None:
+    """Appends the msgpack of the list `items` to `parts` (one join at the end, no copy per
+    level; a string's header is looked up, not built, below 256 bytes)."""
+    append = parts.append
+    size = len(items)
+    if size < 16:
+        append(_ARRAY_HEADERS[size])
     else:
-        parts.append(b"\xdb" + struct.pack(">I", size))
-    parts.append(value)
+        append(
+            b"\xdc" + size.to_bytes(2, "big") if size < 65536 else b"\xdd" + size.to_bytes(4, "big")
+        )
+    for item in items:
+        if type(item) is str:
+            data = item.encode()
+        elif type(item) is bytes:
+            data = item
+        else:
+            assert isinstance(item, list)
+            _pack_into(item, parts)
+            continue
+        length = len(data)
+        append(_STRING_HEADERS[length] if length < 256 else _long_string_header(length))
+        append(data)
+
+
+def _long_string_header(length: int) -> bytes:
+    if length < 65536:
+        return b"\xda" + length.to_bytes(2, "big")
+    return b"\xdb" + length.to_bytes(4, "big")

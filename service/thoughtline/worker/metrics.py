@@ -13,7 +13,7 @@ server that shows them.
     thoughtline_stream_lag                           entries not yet done by the group
     thoughtline_stream_pending                       of those, read but not yet acknowledged
     thoughtline_partition_lag{partition}             the lag of one partition (several only)
-    thoughtline_live_streams_open                    live streams open (worker/live.py)
+    thoughtline_live_streams_open                    live streams open (worker/live_sweep.py)
     thoughtline_live_chunks_total{outcome}           outcome: applied | waited | repeated | late
     thoughtline_live_streams_closed_total{how}       how: final | idle | too_large
     thoughtline_live_revisions_total{direction}      direction: text_to_thinking | thinking_to_text

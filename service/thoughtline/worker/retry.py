@@ -23,6 +23,7 @@ problem that lasts until a read succeeds again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
@@ -173,3 +174,16 @@ class RefusedReads:
             self._readiness(None)
             logger.warning("the reader reads again: Redis accepts its reads")
         self._backoff.reset()
+
+
+async def cancel_until_done(task: asyncio.Task[None]) -> None:
+    """Cancel `task` and wait for it, cancelling again while it runs on.
+
+    One cancel is not enough: on Python 3.11 `asyncio.wait_for`, which redis-py wraps around
+    every command it sends, drops a cancel that lands as the command completes.
+    """
+    while not task.done():
+        task.cancel()
+        await asyncio.wait([task], timeout=0.1)
+    with contextlib.suppress(asyncio.CancelledError):
+        task.result()

@@ -43,7 +43,8 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 _SECRET_FIELDS: Final = frozenset({"redis_url"})
 _STREAM_FIELDS: Final = ("input_stream", "output_stream", "dead_stream", "deltas_stream")
 LIVE_SWEEP_LONGEST_WAIT_MS: Final = 1000
-"""The live sweep looks at idle streams at least this often (worker/live.py caps its interval)."""
+"""The live sweep looks at idle streams at least this often (worker/live_sweep.py caps its
+interval)."""
 
 
 class SettingsError(ThoughtlineError):
