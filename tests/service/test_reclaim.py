@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -269,12 +270,14 @@ async def test_a_busy_worker_leaves_its_own_batch_to_the_others(
     apply = busy.live.handle_in_background
     calls = 0
 
-    async def slow_first_batch(entries: Sequence[DeliveredEntry]) -> None:
+    async def slow_first_batch(
+        entries: Sequence[DeliveredEntry], done: Callable[[], None] = lambda: None
+    ) -> None:
         nonlocal calls
         calls += 1
         if calls == 1:  # the reader's batch: held until released
             await release.wait()
-        await apply(entries)
+        await apply(entries, done)
 
     busy.live.handle_in_background = slow_first_batch  # type: ignore[method-assign]
     try:
@@ -302,4 +305,40 @@ async def test_a_busy_worker_leaves_its_own_batch_to_the_others(
     assert records == {stream: _expected_record(stream) for stream in streams}
     assert client.xlen(eager.output_stream) == len(streams)
     assert client.xlen(eager.deltas_stream) == 30
+    assert client.xpending(eager.input_stream, eager.group)["pending"] == 0
+
+
+async def test_a_live_batch_committing_in_the_background_is_not_its_own_workers_orphan(
+    aclient: redis_asyncio.Redis, client: redis.Redis, eager: Settings, redis_url: str
+) -> None:
+    """The reader hands a batch of live chunks to the live handler, whose script call runs in
+    the background while the reader reads on. While that call is still running (a slow
+    Redis), the chunks stay the reader's: its own reclaimer does not claim them, though they
+    are idle past THOUGHTLINE_MIN_IDLE_MS and the reader's batch has returned."""
+    streams = [f"committing-{number}" for number in range(4)]
+    busy = Worker(eager, redis_url, consumer="busy")
+    release = asyncio.Event()
+    run = busy.live._run
+
+    async def slow_commit(batch: Any) -> None:
+        await release.wait()
+        await run(batch)
+
+    busy.live._run = slow_commit  # type: ignore[method-assign]
+    try:
+        await ensure_group(aclient, eager)
+        await _publish_live(aclient, eager, streams, range(3))
+        await busy.batches.handle_in_background(await _read_as(aclient, eager, "busy"))
+        await asyncio.sleep(IDLE_MS / 1000 + 0.05)
+        assert len(busy.batches.in_flight) == 12
+        before = await claims_made(aclient)
+        assert await busy.reclaimer.reclaim_once() == 0
+        assert await claims_made(aclient) == before
+        release.set()
+        await busy.batches.finish()
+        assert not busy.batches.in_flight
+    finally:
+        release.set()
+        await busy.client.aclose()
+    assert client.xlen(eager.deltas_stream) == 12
     assert client.xpending(eager.input_stream, eager.group)["pending"] == 0

@@ -89,7 +89,8 @@ class BatchHandler:
         ids = {entry.entry_id for entry in entries} - self.in_flight
         self.in_flight |= ids
         try:
-            entries = await self._live_first(entries, background=True)
+            entries = await self._live_first(entries, background=ids)
+            ids &= {entry.entry_id for entry in entries}  # the live ones: released by their commit
             outcomes = await self._normalize(entries)
             await self._finish_commit()
         except BaseException:
@@ -127,18 +128,22 @@ class BatchHandler:
             await task
 
     async def _live_first(
-        self, entries: Sequence[DeliveredEntry], *, background: bool = False
+        self, entries: Sequence[DeliveredEntry], *, background: set[bytes] | None = None
     ) -> Sequence[DeliveredEntry]:
         """Live entries (a `stream` field) are applied by the live handler, committed by its
-        own script (`worker/live.py`), in the background if `background`; the others are
+        own script (`worker/live.py`), in the background if `background` (the ids this batch
+        put in flight: the live ones leave `in_flight` when their commit ends); the others are
         returned, to be normalized."""
         if self._live is None:
             return entries
         live = [entry for entry in entries if is_live(entry.fields)]
         if not live:
             return entries
-        if background:
-            await self._live.handle_in_background(live)
+        if background is not None:
+            live_ids = {entry.entry_id for entry in live} & background
+            await self._live.handle_in_background(
+                live, lambda: self.in_flight.difference_update(live_ids)
+            )
         else:
             await self._live.handle(live)
         return [entry for entry in entries if not is_live(entry.fields)]
