@@ -4,6 +4,7 @@ of order, over a fleet of workers that are SIGKILLed; then every stream is check
     python bench/live_chaos.py [--streams 2000] [--min-chunks 20] [--max-chunks 200]
                                [--workers 3] [--kill-every 3.0] [--kills 20]
                                [--swap-fraction 0.05] [--corpus] [--seed 1] [--rate 0]
+                               [--min-idle-ms 1000] [--max-latency 5.0]
 
 A private redis-server on a free loopback port; N `thoughtline serve` processes; a producer
 that keeps 50 streams open at a time and publishes one chunk of a random open stream at a
@@ -18,9 +19,13 @@ At the end, read from Redis itself, per stream: its deltas exactly once each and
 order; they add up (each accumulation the previous plus the delta) and the last ones are the
 record's content and thinking; exactly one record, byte for byte
 `thoughtline normalize` of the same chunks recorded as one stream; no dead letter, nothing
-pending; and, after the state TTL, no live state left in Redis. Any failure: exit status 1.
-It also prints, per stream, the time from its last chunk's `XADD` to its record's (both entry
-ids, so one clock: Redis's): median, p99 and the longest.
+pending; once every stream is done, every live key left with a TTL, none longer than
+`THOUGHTLINE_LIVE_TTL_SECONDS`; and, after the TTL, no live state left in Redis. Any failure:
+exit status 1. It also prints, per stream, the time from its last chunk's `XADD` to its
+record's (both entry ids, so one clock: Redis's): median, p99 and the longest, and the slowest
+streams, each with the SIGKILL nearest before its record (a stream whose chunk a killed worker
+held waits `--min-idle-ms` for the reclaim). With a `--rate`, a record later than
+`--max-latency` seconds fails the run; without one the streams queue up behind the producer.
 The test suite runs small versions (tests/chaos/test_live_chaos.py).
 """
 
@@ -71,6 +76,9 @@ class Plan:
     live_ttl_seconds: int = 30
     drain_timeout: float = 900.0
     rate: float = 0.0
+    max_latency: float = 5.0
+    """With a `rate`, a record later than this after its stream's last chunk fails the run (0:
+    not checked). Without one the producer outruns the workers and the streams queue up."""
 
 
 @dataclass
@@ -90,8 +98,12 @@ class Report:
     counts: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
-    latencies: list[float] = field(default_factory=list)
+    latencies: dict[str, float] = field(default_factory=dict)
     """Per stream with a record: seconds from its last chunk's XADD to its record's."""
+    last_chunks: dict[str, int] = field(default_factory=dict)
+    """Per stream, when its last chunk was published (Redis's clock, ms)."""
+    kill_times: list[int] = field(default_factory=list)
+    """When each SIGKILL was sent (Redis's clock, ms)."""
 
     def lines(self) -> list[str]:
         plan, counts = self.plan, self.counts
@@ -107,12 +119,35 @@ class Report:
             f"{counts.get('duplicate_records', 0)} duplicated, "
             f"{counts.get('different_records', 0)} not the recorded stream's)",
             f"dead letters: {counts.get('dead_letters', 0)}; pending: "
-            f"{counts.get('pending', -1)}; live keys left after the TTL: "
-            f"{counts.get('keys_left', -1)}",
+            f"{counts.get('pending', -1)}; live keys at the end "
+            f"{counts.get('keys_at_end', -1)} ({counts.get('keys_without_ttl', -1)} without a "
+            f"TTL, longest TTL {counts.get('longest_ttl_ms', -1) / 1000:.1f} s of "
+            f"{plan.live_ttl_seconds}); left after the TTL: {counts.get('keys_left', -1)}; "
+            f"other keys without a TTL: {counts.get('other_keys', -1)}; committed-ids record: "
+            f"{counts.get('committed_ids', -1)} members",
             "seconds: " + ", ".join(f"{name} {value:.1f}" for name, value in self.seconds.items()),
-            _latency_line(self.latencies),
+            _latency_line(list(self.latencies.values())),
+            self._slowest_line(),
             "RESULT: " + ("PASS" if not self.failures else "FAIL: " + "; ".join(self.failures)),
         ]
+
+    def _slowest_line(self) -> str:
+        """The slowest streams, each with the SIGKILL nearest before its record, placed against
+        its last chunk (a worker killed before it may have held one of its chunks; a worker
+        started after it reads with no engine kept)."""
+        slowest = sorted(self.latencies.items(), key=lambda item: -item[1])[:5]
+        described = []
+        for name, seconds in slowest:
+            last = self.last_chunks[name]
+            kills = [kill for kill in self.kill_times if kill <= last + seconds * 1000]
+            if not kills:
+                kill = "no SIGKILL before its record"
+            elif kills[-1] <= last:
+                kill = f"a SIGKILL {(last - kills[-1]) / 1000:.1f} s before its last chunk"
+            else:
+                kill = f"a SIGKILL {(kills[-1] - last) / 1000:.1f} s after its last chunk"
+            described.append(f"{name} {seconds:.2f} s ({kill})")
+        return "slowest: " + ("; ".join(described) if described else "none")
 
 
 def _latency_line(latencies: list[float]) -> str:
@@ -272,6 +307,7 @@ def run(plan: Plan, directory: Path) -> Report:
     started = time.monotonic()
     try:
         fleet.start()
+        report.failures += fleet.health_problems()  # ready before the first chunk: latencies
         producer = Producer(server.url, settings, streams, plan, plan.seed + 1)
         producer.start()
         last_kill = time.monotonic()
@@ -286,6 +322,7 @@ def run(plan: Plan, directory: Path) -> Report:
                 break
             if report.kills < plan.kills and time.monotonic() - last_kill > pause:
                 fleet.kill_one(random_source)
+                report.kill_times.append(_redis_ms(client))
                 report.kills += 1
                 last_kill = time.monotonic()
                 pause = plan.kill_every * random_source.uniform(0.7, 1.3)
@@ -298,10 +335,21 @@ def run(plan: Plan, directory: Path) -> Report:
         report.seconds["run"] = time.monotonic() - started
         _wait_no_pending(client, settings, 60.0)
         _count(client, settings, streams, report)
+        report.last_chunks = {name: _milliseconds(i) for name, i in producer.last_ids.items()}
         report.latencies = _latencies(client, settings, producer.last_ids)
+        if plan.max_latency > 0 and plan.rate > 0:
+            late = sum(1 for seconds in report.latencies.values() if seconds > plan.max_latency)
+            if late:
+                report.failures.append(
+                    f"{late} records later than {plan.max_latency:g} s after their last chunk"
+                )
+        _check_expiry(client, settings, plan, report)
         waited = time.monotonic()
         _wait_keys_gone(client, settings, plan.live_ttl_seconds + 15.0, report)
         report.seconds["ttl wait"] = time.monotonic() - waited
+        _check_other_keys(client, settings, report)
+        last_record = max(_last_entry_ms(client, settings.output_stream), 0)
+        report.seconds["last record to no live key"] = (_redis_ms(client) - last_record) / 1000
         if fleet.self_exits:
             report.failures.append(f"workers exited on their own: {fleet.self_exits}")
     finally:
@@ -349,15 +397,25 @@ def _milliseconds(entry_id: bytes) -> int:
     return int(entry_id.split(b"-")[0])
 
 
-def _latencies(client: redis.Redis, settings: Settings, last_ids: dict[str, bytes]) -> list[float]:
+def _redis_ms(client: redis.Redis) -> int:
+    seconds, microseconds = client.time()
+    return int(seconds) * 1000 + int(microseconds) // 1000
+
+
+def _last_entry_ms(client: redis.Redis, stream: str) -> int:
+    last = client.xrevrange(stream, count=1)
+    return _milliseconds(last[0][0]) if last else -1
+
+
+def _latencies(
+    client: redis.Redis, settings: Settings, last_ids: dict[str, bytes]
+) -> dict[str, float]:
     """Per record (the first of its stream): seconds from its stream's last chunk to it."""
-    found: list[float] = []
-    seen: set[str] = set()
+    found: dict[str, float] = {}
     for entry_id, fields in _read_entries(client, settings.output_stream):
         name = fields[b"id"].decode()
-        if name in last_ids and name not in seen:
-            seen.add(name)
-            found.append((_milliseconds(entry_id) - _milliseconds(last_ids[name])) / 1000)
+        if name in last_ids and name not in found:
+            found[name] = (_milliseconds(entry_id) - _milliseconds(last_ids[name])) / 1000
     return found
 
 
@@ -427,6 +485,34 @@ def _live_keys(client: redis.Redis, settings: Settings) -> list[bytes]:
     pattern = f"{settings.input_stream}:live:*"
     return [key for key in client.scan_iter(match=pattern, count=1000)
             if not key.endswith(b":live:open") or client.zcard(key) > 0]  # fmt: skip
+
+
+def _check_expiry(client: redis.Redis, settings: Settings, plan: Plan, report: Report) -> None:
+    """Every live key left once the streams are done expires within the TTL: none without
+    one (it would never go), none set longer."""
+    keys = _live_keys(client, settings)
+    ttls = [int(client.pttl(key)) for key in keys]
+    without = sum(1 for ttl in ttls if ttl == -1)
+    longest = max(ttls, default=0)
+    report.counts.update(keys_at_end=len(keys), keys_without_ttl=without, longest_ttl_ms=longest)
+    if without:
+        report.failures.append(f"{without} live keys without a TTL")
+    if longest > plan.live_ttl_seconds * 1000:
+        report.failures.append(f"a live key expires in {longest} ms, over the TTL")
+
+
+def _check_other_keys(client: redis.Redis, settings: Settings, report: Report) -> None:
+    """After the TTL: no key without a TTL besides the streams, the committed-ids record and
+    the partitions' metadata (whose size is printed: it holds only what is in flight)."""
+    keys = settings.keys()
+    kept = {keys.input, keys.output, keys.dead, keys.deltas, keys.committed,
+            settings.base_names().metadata_key}  # fmt: skip
+    others = [key.decode() for key in client.scan_iter(count=1000)
+              if key.decode() not in kept and int(client.pttl(key)) == -1]  # fmt: skip
+    report.counts["other_keys"] = len(others)
+    report.counts["committed_ids"] = int(client.zcard(keys.committed))
+    if others:
+        report.failures.append(f"keys left without a TTL: {', '.join(sorted(others)[:5])}")
 
 
 def _wait_keys_gone(

@@ -213,6 +213,7 @@ class Worker:
             self.conversations,
             live=live,
         )
+        reclaimer.in_flight = batches.in_flight  # the reader's entries are not orphans
         subscriber = self.broker.subscriber(
             stream=StreamSub(
                 lane_settings.input_stream,

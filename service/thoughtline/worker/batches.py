@@ -65,6 +65,9 @@ class BatchHandler:
         self._metrics = metrics
         self._group_vanished = group_vanished
         self._commit_task: asyncio.Task[None] | None = None
+        self.in_flight: set[bytes] = set()
+        """The ids of the entries read by this worker's reader and not finished yet (applied,
+        committed, or given up on): not orphans, so its reclaimer leaves them alone."""
         self.conversation_checks_skipped = 0
         """Records published without their conversation checks (Redis refused the writes)."""
 
@@ -83,10 +86,17 @@ class BatchHandler:
         each waiting for the other. At most one commit is in flight, so a slow Redis slows the
         reading down; `finish()` waits for it.
         """
-        entries = await self._live_first(entries, background=True)
-        outcomes = await self._normalize(entries)
-        await self._finish_commit()
-        self._commit_task = asyncio.create_task(self._commit_logging_failure(outcomes))
+        ids = {entry.entry_id for entry in entries} - self.in_flight
+        self.in_flight |= ids
+        try:
+            entries = await self._live_first(entries, background=ids)
+            ids &= {entry.entry_id for entry in entries}  # the live ones: released by their commit
+            outcomes = await self._normalize(entries)
+            await self._finish_commit()
+        except BaseException:
+            self.in_flight -= ids  # left pending: this worker's reclaimer may take them too
+            raise
+        self._commit_task = asyncio.create_task(self._commit_logging_failure(outcomes, ids))
 
     async def finish(self, timeout: float | None = None) -> None:
         """Wait for the batch whose commit is still running (at most one is), and for the live
@@ -118,18 +128,22 @@ class BatchHandler:
             await task
 
     async def _live_first(
-        self, entries: Sequence[DeliveredEntry], *, background: bool = False
+        self, entries: Sequence[DeliveredEntry], *, background: set[bytes] | None = None
     ) -> Sequence[DeliveredEntry]:
         """Live entries (a `stream` field) are applied by the live handler, committed by its
-        own script (`worker/live.py`), in the background if `background`; the others are
+        own script (`worker/live.py`), in the background if `background` (the ids this batch
+        put in flight: the live ones leave `in_flight` when their commit ends); the others are
         returned, to be normalized."""
         if self._live is None:
             return entries
         live = [entry for entry in entries if is_live(entry.fields)]
         if not live:
             return entries
-        if background:
-            await self._live.handle_in_background(live)
+        if background is not None:
+            live_ids = {entry.entry_id for entry in live} & background
+            await self._live.handle_in_background(
+                live, lambda: self.in_flight.difference_update(live_ids)
+            )
         else:
             await self._live.handle(live)
         return [entry for entry in entries if not is_live(entry.fields)]
@@ -224,7 +238,7 @@ class BatchHandler:
         self._count(outcomes, committed)
         return [outcome for outcome, done in zip(outcomes, committed, strict=True) if done]
 
-    async def _commit_logging_failure(self, outcomes: list[Outcome]) -> None:
+    async def _commit_logging_failure(self, outcomes: list[Outcome], ids: set[bytes]) -> None:
         try:
             await self._commit(outcomes)
         except Exception as error:  # the entries stay pending: another delivery will come
@@ -234,6 +248,8 @@ class BatchHandler:
                 type(error).__name__,
                 error,
             )
+        finally:
+            self.in_flight -= ids
 
     def _count(self, outcomes: Sequence[Outcome], committed: Sequence[bool]) -> None:
         tally = self._metrics.tally()

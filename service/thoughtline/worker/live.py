@@ -48,7 +48,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple, cast
 
 import msgspec
@@ -141,16 +141,19 @@ class LiveHandler:
         await self.finish()
         await self._run(self._prepare(entries, frozenset()))
 
-    async def handle_in_background(self, entries: Sequence[DeliveredEntry]) -> None:
+    async def handle_in_background(
+        self, entries: Sequence[DeliveredEntry], done: Callable[[], None] = lambda: None
+    ) -> None:
         """`handle`, overlapped with the batch before: this batch's steps are computed while
         the one before commits (its streams' steps excepted: they are computed from the
         engines its commit leaves), then its commit runs while the reader reads on. At most
         one batch commits in the background, so a slow Redis slows the reading down;
-        `finish()` waits for it."""
+        `finish()` waits for it. `done` is called once the batch's commit has ended (done,
+        failed or cancelled): until then its entries are the reader's, not orphans."""
         batch = self._prepare(entries, self._in_flight)
         await self.finish()
         self._in_flight = frozenset(batch.by_stream)
-        self._task = asyncio.create_task(self._run_logging_failure(batch))
+        self._task = asyncio.create_task(self._run_logging_failure(batch, done))
 
     async def finish(self, timeout: float | None = None) -> None:
         """Wait for the batch committing in the background (at most one is). With a
@@ -204,7 +207,7 @@ class LiveHandler:
         else:
             batch.runs.append((stream, self._keys(stream), plan))
 
-    async def _run_logging_failure(self, batch: _Batch) -> None:
+    async def _run_logging_failure(self, batch: _Batch, done: Callable[[], None]) -> None:
         try:
             await self._run(batch)
         except Exception as error:  # the entries stay pending: another delivery will come
@@ -217,6 +220,8 @@ class LiveHandler:
                 type(error).__name__,
                 error,
             )
+        finally:
+            done()
 
     async def _run(self, batch: _Batch) -> None:
         """Dead-letter the bad entries, commit the steps computed (and those of the streams

@@ -4,15 +4,16 @@ A worker that dies (SIGKILL, out of memory, a lost node) leaves its entries pend
 group. Every worker runs a `Reclaimer`: past `THOUGHTLINE_MIN_IDLE_MS` it lists the idle pending
 entries with their delivery counts (`XPENDING ... IDLE`, a page at a time), claims them
 (`XCLAIM`) and finishes them through the same path as a fresh batch (normalize, then the atomic
-commit). A claim counts a delivery, so an entry that kills every worker reading it (a poison
-pill) must not drag the entries claimed with it to `THOUGHTLINE_MAX_DELIVERIES`: the entries
-delivered once only (a worker died once holding them, most likely for another entry's sake)
-are claimed and committed together, one claim per page; an entry delivered more than once is
-claimed and committed alone. A poison pill's neighbours thus get one extra delivery at most,
-and the pill itself, claimed alone from its second delivery on, ends as the only dead letter.
-If the group is gone (Redis came back empty, or the group was deleted), the reclaimer notices
-(`NOGROUP`) and has it created again, at 0 or, when entries were retained, where the committed
-ones end (`thoughtline.worker.group`).
+commit). Entries this worker's own reader is still working on are left alone, however long their
+batch takes: they are in flight, not orphaned. A claim counts a delivery, so an entry that kills
+every worker reading it (a poison pill) must not drag the entries claimed with it to
+`THOUGHTLINE_MAX_DELIVERIES`: the entries delivered once only (a worker died once holding them,
+most likely for another entry's sake) are claimed and committed together, one claim per page; an
+entry delivered more than once is claimed and committed alone. A poison pill's neighbours thus
+get one extra delivery at most, and the pill itself, claimed alone from its second delivery on,
+ends as the only dead letter. If the group is gone (Redis came back empty, or the group was
+deleted), the reclaimer notices (`NOGROUP`) and has it created again, at 0 or, when entries were
+retained, where the committed ones end (`thoughtline.worker.group`).
 
 While Redis refuses writes (`check_writes`), nothing is claimed: a claim counts a delivery,
 and the commit would be refused too, so claiming would only bring entries nearer to
@@ -22,7 +23,7 @@ and the commit would be refused too, so claiming would only bring entries nearer
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, NamedTuple
 
 from redis import exceptions as redis_errors
@@ -68,6 +69,11 @@ class Reclaimer:
         """Where a refusal is reported for `/readyz` (the partition's, with several)."""
         self.page_size = RECLAIM_PAGE
         """Idle entries listed, and at most claimed together, per `XPENDING`."""
+        self.in_flight: Collection[bytes] = frozenset()
+        """Set by the worker: the entries its reader is still working on. Idle as they may be
+        (a batch that takes longer than `min_idle_ms`), they are not orphans: claiming them
+        would only count a delivery, make the faster workers wait another `min_idle_ms` for
+        them, and queue them behind the batch that holds them."""
 
     async def run(self, keep_going: Callable[[], bool]) -> None:
         """Reclaim every `interval` until `keep_going()` is false; Redis errors are retried."""
@@ -105,7 +111,8 @@ class Reclaimer:
         start = b"-"
         total = 0
         while True:
-            idle = await idle_pending(self._client, self._settings, start, self.page_size)
+            page = await idle_pending(self._client, self._settings, start, self.page_size)
+            idle = [entry for entry in page if entry.entry_id not in self.in_flight]
             for entry_ids in claim_groups(
                 idle, self._settings.max_deliveries
             ):  # each group committed before the next claim
@@ -114,7 +121,7 @@ class Reclaimer:
                     self._metrics.reclaimed.inc(len(entries))
                     total += len(entries)
                     await self._handle(entries)
-            if len(idle) < self.page_size:
+            if len(page) < self.page_size:
                 if total:
                     logger.info(
                         "reclaimed %d entries idle for %d ms or more",
@@ -122,7 +129,7 @@ class Reclaimer:
                         self._settings.min_idle_ms,
                     )
                 return total
-            start = b"(" + idle[-1].entry_id
+            start = b"(" + page[-1].entry_id
 
 
 class IdleEntry(NamedTuple):
