@@ -88,6 +88,11 @@ class IncrementalExtractor:
         content)."""
         return tuple(self._scanner.detections)
 
+    @property
+    def found_count(self) -> int:
+        """`len(found)`, without the copy (a live step asks it at every chunk)."""
+        return len(self._scanner.detections)
+
     def _still_unscanned(self, chunk: str) -> bool:
         """Whether the text may stay unscanned after `chunk`: no marker and no head of an
         opener with attributes stands in it or across its start, and the text does not open

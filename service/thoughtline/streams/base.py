@@ -140,7 +140,7 @@ def merge_last_wins(target: RawObject, source: RawObject, skip: frozenset[str]) 
     for key, value in source.items():
         if key in skip:
             continue
-        if key not in target or present(value):
+        if key not in target or (value and value != NULL):  # `present`, inlined: hot path
             target[key] = value
 
 

@@ -87,8 +87,8 @@ def frame_piece(payload: bytes) -> Framed:
     or cut, as it is when the array is framed whole. Several JSON lines stay several chunks:
     their first line is a whole object."""
     body = payload.strip()
-    if body.startswith(b"{") and b"\n" in body and not holds_several_chunks(body):
-        return Framed([Chunk(0, None, body)], False)
+    if body.startswith(b"{") and (b"\n" not in body or not holds_several_chunks(body)):
+        return Framed([Chunk(0, None, body)], False)  # one JSON line (the usual piece) or object
     return frame(body)
 
 

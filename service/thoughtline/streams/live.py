@@ -288,6 +288,8 @@ class _Side:
     def confirm(self, added: str) -> str | None:
         """Certain text added: what to give out now, or None when it contradicts what was
         shown (a revision is due). Each shown character is compared once."""
+        if not added:  # nothing certain came (most chunks of one side)
+            return ""
         self.certain.append(added)
         position = 0
         while position < len(added) and self.ahead:
@@ -412,11 +414,13 @@ class LiveEngine:
             )
         found: list[tuple[str | None, bytes]] = []
         done = False
+        stored = self.state.stored_bytes
         if chunk.payload is not None:
             framed = frame_piece(chunk.payload)
-            found = [(item.event, item.data) for item in framed.chunks]
+            for item in framed.chunks:
+                found.append((item.event, item.data))
+                stored += len(item.data)
             done = framed.done_marker
-        stored = self.state.stored_bytes + sum(len(data) for _, data in found)
         over = max_state_bytes is not None and stored > max_state_bytes
         final = chunk.final or over
         logged = _LOG_ENCODER.encode((done, found))
@@ -452,16 +456,22 @@ class LiveEngine:
         self.done_marker = self.done_marker or done
         self.position += 1
         pieces = self.run.pieces_since(first)
-        visible = "".join(piece.text for piece in pieces)
+        if len(pieces) == 1:  # the usual chunk: one JSON chunk, one piece
+            visible = pieces[0].text
+            native = bool(pieces[0].thinking)
+        else:
+            visible = "".join([piece.text for piece in pieces])
+            native = any([piece.thinking for piece in pieces])
         if visible and not self.seen_text:
             self._decide(pieces)
-        self.native_seen = self.native_seen or any(piece.thinking for piece in pieces)
-        found_before = len(self.extractor.found)
+        if native:
+            self.native_seen = True
+        found_before = self.extractor.found_count
         content, inline = self.extractor.feed(visible)
         if final:
             more_content, more_inline = self.extractor.flush()
             content, inline = content + more_content, inline + more_inline
-        thinking = self.combiner.add(pieces, inline)
+        thinking = self.combiner.add(pieces, inline) if native or inline else ""
         if self.speculating and not (content or inline or final or self._decided(found_before)):
             was_frozen = self.frozen
             text_out, thinking_out = self._speculate(visible)
@@ -490,7 +500,7 @@ class LiveEngine:
         )
 
     def _decided(self, found_before: int) -> bool:
-        return len(self.extractor.found) > found_before
+        return self.extractor.found_count > found_before
 
     def _orphan_found(self, found_before: int) -> bool:
         """Whether this step found a closer with no opener: the text before it was

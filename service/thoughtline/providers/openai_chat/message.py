@@ -158,7 +158,10 @@ class MessageAssembler:
         JSON: past the first fragment the merged string is re-encoded anyway. None, having
         changed nothing, when that does not hold (then `add` the delta)."""
         field = self.strings.get("content")
-        if not text or self.content_is_list or field is None or field.fragments in ([], [""]):
+        if not text or self.content_is_list or field is None:
+            return None
+        fragments = field.fragments
+        if not fragments or (len(fragments) == 1 and not fragments[0]):  # none, or one ""
             return None
         field.fragments.append(text)
         field.raw = None

@@ -88,6 +88,7 @@ _CONTENT_CHOICES: Final = msgspec.json.Decoder(tuple[_ContentChoice])
 _RAW_OBJECT: Final = msgspec.json.Decoder(RawObject)
 _STREAM_EXTRAS: Final = ("error", "usage", "x_groq")
 _ZERO: Final = b"0"
+_RESPONSE_SKIP: Final = frozenset({"error"})
 
 
 class _State:
@@ -172,18 +173,21 @@ def _read_content_chunk(chunk: Chunk, state: _State) -> list[Added] | None:
         (choice,) = _CONTENT_CHOICES.decode(raw_choices)
     except (msgspec.DecodeError, RecursionError):
         return None
-    if bytes(choice.index) != _ZERO or any(
-        present(fields.get(name, _ABSENT)) for name in _STREAM_EXTRAS
-    ):
+    if bytes(choice.index) != _ZERO:
         return None
-    for name in ("finish_reason", "logprobs"):
-        value: msgspec.Raw = getattr(choice, name)
-        if present(value) or (value and name not in state.choice):
-            return None  # a null seen first is merged as it came: the full reading does it
+    for name in _STREAM_EXTRAS:
+        if name in fields and present(fields[name]):
+            return None
+    # a null seen first is merged as it came: the full reading does it
+    finish_reason, logprobs = choice.finish_reason, choice.logprobs
+    if finish_reason and (present(finish_reason) or "finish_reason" not in state.choice):
+        return None
+    if logprobs and (present(logprobs) or "logprobs" not in state.choice):
+        return None
     added = state.message.add_more_content(choice.delta.content)
     if added is None:
         return None
-    merge_last_wins(state.response, fields, frozenset({"error"}))
+    merge_last_wins(state.response, fields, _RESPONSE_SKIP)
     return added
 
 
@@ -195,7 +199,7 @@ def _read_any_chunk(chunk: Chunk, state: _State, assembly: Assembly) -> list[Add
     if present(view.error):
         assembly.error_code = error_code(view.error)
         assembly.error_path = chunk_path(chunk, "error")
-    merge_last_wins(state.response, fields, frozenset({"error"}))
+    merge_last_wins(state.response, fields, _RESPONSE_SKIP)
     if present(view.usage):
         state.usage = view.usage
     if present(view.x_groq):
@@ -247,6 +251,10 @@ def _extend_pieces(
         known = _KnownPieces(thinking_sources)
     pieces, previous = known.pieces, known.previous
     for added in state.added[len(pieces) :]:
+        if layout is None and len(added) == 1 and added[0].source not in thinking_sources:
+            source, _, value = added[0]  # the usual chunk: one fragment of text
+            pieces.append(Piece(text=value if source in visible_sources else ""))
+            continue
         text: list[str] = []
         thinking: list[str] = []
         for source, block, value in _split_thought(added, layout, spans):
@@ -324,8 +332,14 @@ def _thinking_sources(message: MessageAssembler) -> frozenset[str]:
     and Gemini thought text always count (as `openai_chat.read_message` reads a body)."""
     for name in REASONING_FIELDS:
         if name in message.strings:
-            return frozenset({name, "thinking_chunk", "thought"})
-    return frozenset({"reasoning_details", "thinking_chunk", "thought"})
+            return _THINKING_SOURCES[name]
+    return _THINKING_SOURCES["reasoning_details"]
+
+
+_THINKING_SOURCES: Final = {
+    name: frozenset({name, "thinking_chunk", "thought"})
+    for name in (*REASONING_FIELDS, "reasoning_details")
+}
 
 
 def _body(state: _State, complete: bool, *, keep_usage: bool) -> bytes:
