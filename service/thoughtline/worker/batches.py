@@ -36,7 +36,7 @@ from thoughtline.worker.entries import FASTSTREAM_DATA_FIELD, DeliveredEntry, Ou
 from thoughtline.worker.live import LiveHandler
 from thoughtline.worker.live_entries import is_live
 from thoughtline.worker.metrics import Metrics
-from thoughtline.worker.retry import TRANSIENT_ERRORS, Backoff, cancel_until_done
+from thoughtline.worker.retry import TRANSIENT_ERRORS, Backoff, stop_within
 from thoughtline.worker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -114,15 +114,7 @@ class BatchHandler:
         task = self._commit_task
         if task is None:
             return
-        if timeout is not None:
-            await asyncio.wait([task], timeout=timeout)
-            if not task.done():
-                logger.warning(
-                    "a commit was still retrying %.1f s after the stop; cancelled, its entries "
-                    "stay pending and will be reclaimed",
-                    timeout,
-                )
-                await cancel_until_done(task)
+        await stop_within(task, timeout, "a commit")
         self._commit_task = None
         if not task.cancelled():
             await task

@@ -87,8 +87,8 @@ from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.retry import (
     TRANSIENT_ERRORS,
     Backoff,
-    cancel_until_done,
     is_write_refusal,
+    stop_within,
 )
 from thoughtline.worker.settings import Settings
 
@@ -163,15 +163,7 @@ class LiveHandler:
         task = self._task
         if task is None:
             return
-        if timeout is not None:
-            await asyncio.wait([task], timeout=timeout)
-            if not task.done():
-                logger.warning(
-                    "live chunks still retrying %.1f s after the stop; cancelled, they stay "
-                    "pending and will be reclaimed",
-                    timeout,
-                )
-                await cancel_until_done(task)
+        await stop_within(task, timeout, "live chunks")
         self._task = None
         self._in_flight = frozenset()
         if not task.cancelled():

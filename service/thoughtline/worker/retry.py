@@ -187,3 +187,19 @@ async def cancel_until_done(task: asyncio.Task[None]) -> None:
         await asyncio.wait([task], timeout=0.1)
     with contextlib.suppress(asyncio.CancelledError):
         task.result()
+
+
+async def stop_within(task: asyncio.Task[None], timeout: float | None, what: str) -> None:
+    """With a `timeout` (the stop), give `task` that long, then cancel it (`what` it holds is
+    logged: nothing of it was acknowledged, so it stays pending and is reclaimed by another
+    worker); without one, return at once (the caller awaits the task)."""
+    if timeout is None:
+        return
+    await asyncio.wait([task], timeout=timeout)
+    if not task.done():
+        logger.warning(
+            "%s still retrying %.1f s after the stop; cancelled, pending, to be reclaimed",
+            what,
+            timeout,
+        )
+        await cancel_until_done(task)
