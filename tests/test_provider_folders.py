@@ -25,7 +25,7 @@ WIRE_NAMES: dict[str, tuple[str, ...]] = {
         "signature_delta",
         "cache_creation_input_tokens",
     ),
-    "openai_chat": ("chat.completion.chunk",),
+    "openai_chat": ("chat.completion.chunk", "cache_write_tokens"),
     "openai_responses": ("encrypted_content", "response.completed", "output_text"),
     "bedrock_converse": (
         "reasoningText",

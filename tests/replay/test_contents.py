@@ -4,6 +4,7 @@ peer agent's turn rebuilt as context)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, get_args
 
 import pytest
@@ -262,6 +263,55 @@ def test_a_response_that_answers_no_call_is_refused() -> None:
 def test_contents_may_come_as_json_bytes() -> None:
     items = convert_contents(b'[{"role":"user","parts":[{"text":"hi"}]}]', "openai_responses")
     assert items.items == [{"role": "user", "content": "hi"}]
+
+
+NOT_JSON: dict[str, bytes | str] = {
+    "truncated": b'[{"role":"user","parts":[{"text":"secret scratch',
+    "empty": b"",
+    "text, not bytes": '[{"role": user}]',
+    "trailing characters": b"[] []",
+    "not UTF-8": b'[{"role":"user","parts":[{"text":"\xff"}]}]',
+    "a number out of range": b'[{"parts":[{"text":"hi","thought":1e999}]}]',
+    "nested too deeply": b"[" * 100_000 + b"]" * 100_000,
+}
+
+
+@pytest.mark.parametrize("name", NOT_JSON)
+def test_contents_that_are_not_json_raise_replay_error_without_quoting_them(name: str) -> None:
+    """Bad bytes raise the module's one error (a caller catches `ReplayError`, not msgspec's),
+    with a stable start and no text of the input (it may be reasoning)."""
+    with pytest.raises(ReplayError, match=r"^contents are not JSON: ") as caught:
+        convert_contents(NOT_JSON[name], "openai_chat")
+    assert "scratch" not in str(caught.value)
+
+
+def test_a_role_that_is_no_string_is_refused_by_path() -> None:
+    with pytest.raises(ReplayError, match=r"contents\[0\]: unsupported role \['model'\]"):
+        convert_contents(b'[{"role":["model"],"parts":[{"text":"hi"}]}]', "openai_chat")
+
+
+@pytest.mark.parametrize(
+    ("contents", "path"),
+    [
+        (
+            [model({"functionCall": {"name": "f", "args": {"at": object()}}})],
+            "contents[0].parts[0].functionCall.args",
+        ),
+        (
+            [
+                model({"functionCall": {"name": "f"}}),
+                user({"functionResponse": {"name": "f", "response": {"bad": {1j}}}}),
+            ],
+            "contents[1].parts[0].functionResponse.response",
+        ),
+    ],
+)
+def test_a_callers_value_that_is_not_json_is_refused_by_path(
+    contents: list[dict[str, Any]], path: str
+) -> None:
+    """Decoded JSON always writes back; a Python caller's own objects may not."""
+    with pytest.raises(ReplayError, match=f"^{re.escape(path)} cannot be written as JSON: "):
+        convert_contents(contents, "openai_responses")
 
 
 def test_a_peers_thought_marked_call_keeps_its_description_unflagged() -> None:

@@ -17,6 +17,8 @@ The rules (docs/replay.md, "Gemini-style history to OpenAI"), in the order a par
    that held only a signature is dropped with it. Whitespace-only texts are skipped.
 5. An empty input raises `ReplayError` ("no contents"): the caller sent nothing, which is a
    different mistake from a history the drops left empty (the engine's `EmptyHistoryError`).
+   Any other bad input is a `ReplayError` too, naming its path: a role that is no string, a
+   call's `args` or a response that cannot be written as JSON (a caller's own Python objects).
 
 `rebuild_foreign_content` turns another agent's turn into context for this one and keeps each
 text's thought flag, so the rules above still drop that agent's reasoning (and only that: its
@@ -98,7 +100,7 @@ def _read_content(content: Any, path: str, tracker: CallTracker, dropped: list[s
     if not isinstance(content, dict):
         raise ReplayError(f"{path} is not a {{role, parts}} object")
     role = content.get("role")
-    if role not in _ROLES:
+    if not (role is None or isinstance(role, str)) or role not in _ROLES:  # a list is unhashable
         raise ReplayError(f"{path}: unsupported role {role!r} (expected 'user' or 'model')")
     events: list[HistoryEvent] = []
     parts = content.get("parts") or []
@@ -113,7 +115,7 @@ def _read_part(
     if not isinstance(part, dict):
         raise UnsupportedPartError(f"{path} is not an object")
     fields = {name for name, value in part.items() if value is not None}
-    unsupported = sorted(fields - _CONVERTIBLE_FIELDS)
+    unsupported = sorted(fields - _CONVERTIBLE_FIELDS, key=str)  # a caller's dict may mix key types
     if unsupported:
         marker = "thought " if part.get("thought") is True else ""
         raise UnsupportedPartError(f"{path}: unsupported {marker}part field {unsupported[0]!r}")
@@ -141,7 +143,7 @@ def _call(value: Any, path: str, role: str | None, tracker: CallTracker) -> Hist
     if role != "model" or not isinstance(value, dict) or not isinstance(value.get("name"), str):
         raise UnsupportedPartError(f"{path}: a functionCall needs a name and a model turn")
     call_id = tracker.call(value["name"], value.get("id"))
-    arguments = msgspec.json.encode(value.get("args") or {}).decode()
+    arguments = _json_text(value.get("args") or {}, f"{path}.args")
     return HistoryCall(call_id, value["name"], arguments)
 
 
@@ -149,4 +151,13 @@ def _result(value: Any, path: str, role: str | None, tracker: CallTracker) -> Hi
     if role == "model" or not isinstance(value, dict) or not isinstance(value.get("name"), str):
         raise UnsupportedPartError(f"{path}: a functionResponse needs a name and a user turn")
     call_id = tracker.result(value["name"], value.get("id"), path)
-    return HistoryResult(call_id, msgspec.json.encode(value.get("response")).decode())
+    return HistoryResult(call_id, _json_text(value.get("response"), f"{path}.response"))
+
+
+def _json_text(value: Any, path: str) -> str:
+    """A call's arguments or a response's result as JSON text. Decoded JSON always encodes; a
+    caller's own objects may not (a Python object, a set key, a lone surrogate, a cycle)."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, RecursionError) as error:
+        raise ReplayError(f"{path} cannot be written as JSON: {error}") from error
