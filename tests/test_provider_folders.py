@@ -1,7 +1,9 @@
 """A provider's knowledge lives in its folder: its distinctive wire names (stream events, field
-names no other format uses) appear as string values in code only in `providers/<format>/`,
-the registry and detection, and nowhere else in the package. Docstrings and comments may
-name them; code may not. Each exception below is one line with its reason."""
+names no other format uses) appear in code only in `providers/<format>/`, the registry and
+detection, and nowhere else in the package: not as string values, nor as the names of a
+struct's fields, attributes read or keywords passed (a msgspec struct that reads a field names
+it so). Docstrings and comments may name them; code may not. Each exception below is one line
+with its reason."""
 
 from __future__ import annotations
 
@@ -16,27 +18,60 @@ from thoughtline.providers import registry
 PACKAGE = Path(__file__).resolve().parents[1] / "service" / "thoughtline"
 
 WIRE_NAMES: dict[str, tuple[str, ...]] = {
-    "gemini": ("thoughtSignature", "usageMetadata", "promptFeedback"),
+    "gemini": (
+        "thoughtSignature",
+        "usageMetadata",
+        "promptFeedback",
+        "thoughtsTokenCount",
+        "candidatesTokenCount",
+        "finishReason",
+        "functionCall",
+        "inlineData",
+    ),
     "anthropic": (
         "content_block_delta",
         "content_block_start",
+        "content_block_stop",
         "message_start",
+        "message_delta",
         "input_json_delta",
         "signature_delta",
+        "thinking_delta",
+        "stop_reason",
         "cache_creation_input_tokens",
+        "cache_read_input_tokens",
     ),
-    "openai_chat": ("chat.completion.chunk",),
-    "openai_responses": ("encrypted_content", "response.completed", "output_text"),
+    "openai_chat": (
+        "chat.completion.chunk",
+        "reasoning_content",
+        "completion_tokens_details",
+        "prompt_tokens_details",
+        "x_groq",
+    ),
+    "openai_responses": (
+        "encrypted_content",
+        "response.completed",
+        "output_text",
+        "response.reasoning_summary_text.delta",
+        "function_call_output",
+        "incomplete_details",
+    ),
     "bedrock_converse": (
+        "reasoningContent",
         "reasoningText",
         "redactedContent",
+        "cacheReadInputTokens",
         "cacheWriteInputTokens",
         "toolUseId",
-        "contentBlockDelta",
+        "stopReason",
         "messageStart",
+        "contentBlockStart",
+        "contentBlockDelta",
+        "contentBlockStop",
+        "messageStop",
     ),
     "mistral": ("model_length",),
-    "ollama": ("prompt_eval_count", "done_reason"),
+    "ollama": ("prompt_eval_count", "eval_count", "done_reason", "keep_alive"),
 }
 """Per provider folder: names that belong to that provider alone."""
 
@@ -48,22 +83,40 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("providers/openai_chat/body.py", "model_length"): (
         "a Mistral body detection cannot tell from Chat reads as Chat, with the same finish"
     ),
+    ("providers/openai_chat/body.py", "cache_creation_input_tokens"): (
+        "gateways serving Claude in the Chat shape relay Anthropic's cache-write count"
+    ),
+    ("cli/commands.py", "reasoning_content"): (
+        "the --preserve-reasoning option's help names the Chat field it sends back"
+    ),
 }
 
 
 def _code_strings(path: Path) -> list[tuple[int, str]]:
-    """String constants in code: not docstrings or other bare string statements."""
+    """The names code uses: string constants (not docstrings or other bare string
+    statements), a class's annotated fields, the attributes it reads and the keywords it
+    passes."""
     tree = ast.parse(path.read_text())
     bare = {
         id(node.value)
         for node in ast.walk(tree)
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
     }
-    return [
-        (node.lineno, node.value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in bare
-    ]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in bare:
+            found.append((node.lineno, node.value))
+        elif isinstance(node, ast.Attribute):
+            found.append((node.lineno, node.attr))
+        elif isinstance(node, ast.keyword) and node.arg is not None:
+            found.append((node.value.lineno, node.arg))
+        elif isinstance(node, ast.ClassDef):
+            found.extend(
+                (field.lineno, field.target.id)
+                for field in node.body
+                if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+            )
+    return found
 
 
 def _owner_folder(relative: Path) -> str | None:
@@ -100,18 +153,37 @@ def test_no_provider_wire_name_stands_outside_its_folder() -> None:
     ("provider", "name", "place"),
     [
         ("gemini", "candidates", ""),
-        ("openai_chat", "reasoning_content", ""),
+        ("openai_chat", "reasoning_details", "replay/"),
         # the export is covered too: a name only its mapping writes
         ("anthropic", "gen_ai.usage.cache_creation.input_tokens", "export/mapping.py"),
     ],
 )
 def test_a_name_used_outside_its_folder_is_found(provider: str, name: str, place: str) -> None:
     """The check can fail: names that stand in shared code (the record's docs, replay's
-    Chat-shaped message reading, the export's attributes) are found when listed as one
+    carry-back rules, the export's attributes) are found when listed as one
     provider's own."""
     found = stray_names({provider: (name,)})
     assert found != []
     assert all(place in line for line in found)
+
+
+def test_a_field_name_in_code_is_found(tmp_path: Path) -> None:
+    """A provider's field counts wherever code names it: a struct's field, an attribute read,
+    a keyword passed, a string; not in a docstring or a comment."""
+    source = tmp_path / "engine.py"
+    source.write_text(
+        '"""Reads `in_docstring`."""\n'
+        "class View:\n"
+        '    """The view."""\n'
+        "    struct_field: int\n"
+        "# in_comment\n"
+        "view.attribute_read\n"
+        "call(keyword_passed=1)\n"
+        'call("string_value")\n'
+    )
+    names = {name for _, name in _code_strings(source)}
+    assert {"struct_field", "attribute_read", "keyword_passed", "string_value"} <= names
+    assert not names & {"in_docstring", "in_comment", "The view."}
 
 
 ENGINES = ("streams", "replay", "inspection")
