@@ -14,6 +14,7 @@ import pytest
 
 from thoughtline.contract.record import KNOWN_FORMATS
 from thoughtline.providers import registry
+from thoughtline.providers.row import Format
 
 PACKAGE = Path(__file__).resolve().parents[1] / "service" / "thoughtline"
 
@@ -225,3 +226,75 @@ def test_every_engine_exception_still_names_a_format() -> None:
 def test_every_exception_is_still_needed() -> None:
     for (place, name), _reason in EXCEPTIONS.items():
         assert any(name in value for _, value in _code_strings(PACKAGE / place)), place
+
+
+NAMED_TWICE: dict[str, str] = {
+    "providers/openai_chat/body.py": (
+        "the one-pass body reader keeps its own copies of the reasoning fields and the "
+        "OpenRouter detail texts (its hot path is being tuned elsewhere; message.py holds them)"
+    ),
+}
+"""Modules allowed to repeat a list of names their folder defines elsewhere, with the reason."""
+
+
+def _named_lists(path: Path) -> list[tuple[frozenset[str], int]]:
+    """A module's top-level constants that are lists of two or more names: a tuple, list or
+    set of strings (also wrapped in `frozenset(...)` or `tuple(...)`), or a dict's string
+    keys and values."""
+    found = []
+    for node in ast.parse(path.read_text()).body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call) and len(value.args) == 1:
+            value = value.args[0]
+        if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+            items = value.elts
+        elif isinstance(value, ast.Dict):
+            items = [*(key for key in value.keys if key is not None), *value.values]
+        else:
+            continue
+        names = [item.value for item in items if isinstance(item, ast.Constant)]
+        if len(names) == len(items) >= 2 and all(isinstance(name, str) for name in names):
+            found.append((frozenset(map(str, names)), node.lineno))
+    return found
+
+
+def lists_named_twice(folder: Path) -> list[str]:
+    """Lists of names that two modules of one provider folder each write out."""
+    first: dict[frozenset[str], str] = {}
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        relative = path.relative_to(folder.parent.parent).as_posix()
+        if relative in NAMED_TWICE:
+            continue
+        for names, line in _named_lists(path):
+            if names in first and first[names].split(":")[0] != relative:
+                found.append(f"{relative}:{line} repeats {first[names]}: {sorted(names)}")
+            else:
+                first.setdefault(names, f"{relative}:{line}")
+    return found
+
+
+@pytest.mark.parametrize("row", registry.FORMAT_ROWS, ids=lambda row: row.name)
+def test_a_folder_names_each_list_of_fields_once(row: Format) -> None:
+    """Fields a provider names once, in one module: Bedrock's event names stand in its shape
+    probes alone, Chat's reasoning fields in its message assembler alone."""
+    assert lists_named_twice(PACKAGE / "providers" / row.name) == []
+
+
+def test_a_list_named_twice_is_found(tmp_path: Path) -> None:
+    (tmp_path / "shape.py").write_text('EVENTS = frozenset({"start", "stop"})\n')
+    (tmp_path / "stream.py").write_text('_EVENTS: Final = ("stop", "start")\n')
+    found = lists_named_twice(tmp_path)
+    assert len(found) == 1 and "stream.py:1 repeats" in found[0]
+
+
+def test_every_folder_allowed_to_repeat_still_does() -> None:
+    for place in NAMED_TWICE:
+        names = {names for names, _ in _named_lists(PACKAGE / place)}
+        others = {
+            names
+            for path in (PACKAGE / place).parent.glob("*.py")
+            if path.name != Path(place).name
+            for names, _ in _named_lists(path)
+        }
+        assert names & others, place
