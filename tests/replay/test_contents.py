@@ -370,3 +370,22 @@ def test_the_engine_writes_what_the_handed_reader_read() -> None:
     assert converted.dropped == ["x.y"]
     with pytest.raises(EmptyHistoryError, match="all 3 contents"):
         convert_history(["decoded"], read, lambda turn: [])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (["not", "an", "object"], r"^content is not a \{role, parts\} object$"),
+        ({"role": "model", "parts": [{"text": "ok"}, "scratch"]}, r"^content\.parts\[1\] is not"),
+        (
+            {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {"at": object()}}}]},
+            r"^content\.parts\[0\]\.functionCall\.args cannot be written as JSON: ",
+        ),
+    ],
+)
+def test_a_foreign_turn_that_is_not_one_is_refused_by_path(content: Any, message: str) -> None:
+    """A peer's turn is a caller's value: what is no part is a `ReplayError`, never an
+    `AttributeError` from deep inside, and its text is not quoted."""
+    with pytest.raises(ReplayError, match=message) as caught:
+        rebuild_foreign_content(content, "researcher")
+    assert "scratch" not in str(caught.value)

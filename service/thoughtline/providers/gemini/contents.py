@@ -69,29 +69,37 @@ def rebuild_foreign_content(content: dict[str, Any], author: str) -> dict[str, A
 
     The flag goes with the reasoning text only: a call or response the agent made is described
     in a part of its own, never flagged, so dropping the reasoning downstream keeps the call.
-    Signatures stay behind: they belong to that agent's own model turn, not to this one.
+    Signatures stay behind: they belong to that agent's own model turn, not to this one. A
+    content or part that is no object, or a call's values that cannot be written as JSON,
+    raise `ReplayError` naming the path (`content.parts[1]`), as the conversion does.
     """
+    if not isinstance(content, dict):
+        raise ReplayError("content is not a {role, parts} object")
     parts: list[dict[str, Any]] = [{"text": "For context:"}]
-    for part in content.get("parts") or []:
+    given = content.get("parts") or []
+    for index, part in enumerate(given if isinstance(given, list) else [given]):
+        path = f"content.parts[{index}]"
+        if not isinstance(part, dict):
+            raise ReplayError(f"{path} is not an object")
         text = part.get("text")
         if isinstance(text, str) and text.strip():
             said: dict[str, Any] = {"text": f"[{author}] said: {text}"}
             if part.get("thought") is True:
                 said["thought"] = True
             parts.append(said)
-        description = _foreign_call(part, author)
+        description = _foreign_call(part, author, path)
         if description is not None:
             parts.append({"text": description})
     return {"role": "user", "parts": parts}
 
 
-def _foreign_call(part: dict[str, Any], author: str) -> str | None:
+def _foreign_call(part: dict[str, Any], author: str, path: str) -> str | None:
     call, result = part.get("functionCall"), part.get("functionResponse")
     if isinstance(call, dict):
-        arguments = msgspec.json.encode(call.get("args") or {}).decode()
+        arguments = _json_text(call.get("args") or {}, f"{path}.functionCall.args")
         return f"[{author}] called tool `{call.get('name')}` with parameters: {arguments}"
     if isinstance(result, dict):
-        output = msgspec.json.encode(result.get("response")).decode()
+        output = _json_text(result.get("response"), f"{path}.functionResponse.response")
         return f"[{author}] `{result.get('name')}` tool returned result: {output}"
     return None
 
