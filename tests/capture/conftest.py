@@ -84,7 +84,7 @@ def without(*modules: str) -> Iterator[None]:
     libraries keep the ones they imported."""
     missing = object()
     saved = {name: sys.modules.get(name, missing) for name in modules}
-    encodings._stage_makers.cache_clear()
+    encodings._optional_stage.cache_clear()
     try:
         sys.modules.update(dict.fromkeys(modules))
         yield
@@ -94,4 +94,4 @@ def without(*modules: str) -> Iterator[None]:
                 del sys.modules[name]
             else:
                 sys.modules[name] = module  # type: ignore[assignment]
-        encodings._stage_makers.cache_clear()
+        encodings._optional_stage.cache_clear()

@@ -5,7 +5,12 @@ a live stream can be cut in, with and without the optional decoders installed.""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 
 import pytest
 import zstandard
@@ -142,3 +147,44 @@ def test_streams_in_any_encoding_with_its_decoder_are_live_and_the_rest_are_not(
         assert not streams_live(_capture("zstd")) and not streams_live(_capture("zstd, br"))
         assert streams_live(_capture("br"))
     assert streams_live(_capture("br")) and streams_live(_capture("zstd"))
+
+
+SERVICE = Path(__file__).resolve().parents[2] / "service"
+LOOKUP_PROBE = """
+import gzip, json, sys, zlib
+from thoughtline.capture.encodings import LiveDecoder, decodable
+
+OPTIONAL = {modules}
+def loaded():
+    return sorted(name for name in OPTIONAL if name in sys.modules)
+
+seen = {{}}
+for encoding, body in [("gzip", gzip.compress(b"hi")), ("deflate", zlib.compress(b"hi"))]:
+    decoder = LiveDecoder(encoding)
+    assert decoder.decode(body) + decoder.end() == b"hi"
+assert decodable("x-gzip, identity, deflate") and not decodable("gzip, compress")
+seen["gzip"] = loaded()
+decodable("br")
+seen["br"] = loaded()
+decodable("zstd")
+seen["zstd"] = loaded()
+print(json.dumps(seen))
+"""
+
+
+def test_each_optional_package_is_looked_up_only_for_its_own_encoding() -> None:
+    """gzip and deflate streams import neither brotli nor a zstd package (each lookup costs
+    milliseconds); `br` imports brotli's, `zstd` then a zstd package. In a fresh interpreter,
+    so nothing imported by other tests counts."""
+    optional = [*BROTLI_MODULES, *ZSTD_MODULES]
+    result = subprocess.run(
+        [sys.executable, "-c", LOOKUP_PROBE.format(modules=optional)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(SERVICE)},
+    )
+    seen = json.loads(result.stdout)
+    assert seen["gzip"] == []
+    assert seen["br"] and set(seen["br"]) <= set(BROTLI_MODULES)
+    assert set(seen["zstd"]) - set(seen["br"]) and set(seen["zstd"]) <= set(optional)

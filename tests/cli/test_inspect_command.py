@@ -90,6 +90,17 @@ def test_replay_on_a_raw_response_names_the_file_and_says_to_normalize_first(
     assert error.count("\n") == 1
 
 
+def test_replay_on_json_nested_too_deeply_is_one_line_not_a_traceback(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_bytes(b"[" * 100_000)
+    assert main(["replay", "--to", "openai_chat", str(path)]) == 1
+    error = capsysbinary.readouterr().err.decode()
+    assert error.startswith(f"thoughtline: {path}: record 1 is not a thoughtline record")
+    assert error.count("\n") == 1
+
+
 def test_publish_kind_has_help() -> None:
     from thoughtline.cli.commands import build_parser
 

@@ -277,3 +277,12 @@ def test_the_export_runs_with_several_partitions() -> None:
 def test_the_schema_rejects_invalid_export_values(export: dict[str, Any]) -> None:
     with helm.Chart.load(chart.CHART) as loaded, pytest.raises(helm.HelmValuesError):
         loaded.validate_schema({"export": export})
+
+
+def test_the_chart_s_export_defaults_are_the_command_s_own() -> None:
+    """The chart's default export values, parsed by the command's own parser, give what the
+    command takes with no option at all: its defaults are written in the export's settings,
+    the chart's are a copy held to them."""
+    from_chart = build_parser().parse_args(["export", "otlp", *_container(_enabled())["args"]])
+    own = build_parser().parse_args(["export", "otlp"])
+    assert vars(from_chart) == vars(own)

@@ -45,14 +45,74 @@ def test_every_worker_setting_reaches_the_container() -> None:
     assert _settings_variables() <= environment
 
 
-def test_the_config_map_carries_the_default_settings() -> None:
+CHART_OWN_DEFAULTS: dict[str, str] = {
+    "metrics_host": "the pod's port is scraped from outside it: all interfaces, not loopback",
+}
+"""Settings whose chart default differs from the worker's, with the reason."""
+
+
+def test_the_config_map_carries_the_default_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chart's default values, read by the worker as its environment, are the settings
+    module's defaults (the one place they are written): a value the chart renders so that
+    the worker cannot read it (a large number in Helm's float notation) fails here too."""
     data = chart.only(None, "ConfigMap")["data"]
-    assert data["THOUGHTLINE_INPUT_STREAM"] == "{thoughtline}:raw"
-    assert data["THOUGHTLINE_OUTPUT_STREAM"] == "{thoughtline}:normalized"
-    assert data["THOUGHTLINE_DEAD_STREAM"] == "{thoughtline}:dead"
-    assert data["THOUGHTLINE_DELTAS_STREAM"] == "{thoughtline}:deltas"
-    assert data["THOUGHTLINE_GROUP"] == "thoughtline"
-    assert data["THOUGHTLINE_MAX_PAYLOAD_BYTES"] == "33554432"
+    for variable, value in data.items():
+        monkeypatch.setenv(variable, value)
+    read = config.Settings()
+    differing = {
+        name: (getattr(read, name), field.default)
+        for name, field in config.Settings.model_fields.items()
+        if name != "redis_url" and getattr(read, name) != field.default
+    }
+    assert sorted(differing) == sorted(CHART_OWN_DEFAULTS)
+
+
+LARGE: dict[str, int] = {
+    "batchSize": 100_000,
+    "blockMs": 1_000_000,
+    "minIdleMs": 1_800_000,
+    "maxDeliveries": 1_000_000,
+    "maxPayloadBytes": 67_108_864,
+    "conversationTtlSeconds": 2_592_000,
+    "reasoningOnlyLoopLimit": 1_000_000,
+    "liveIdleMs": 3_600_000,
+    "liveTtlSeconds": 2_592_000,
+    "liveMaxStateBytes": 16_777_216,
+    "liveMaxChunkBytes": 4_194_304,
+}
+"""A value of a million or more for each integer setting: Helm reads values as floats, and
+a float of a million or more prints in exponent notation unless turned into an integer."""
+
+
+def test_large_integer_settings_reach_the_worker_as_integers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = chart.only({"config": LARGE}, "ConfigMap")["data"]
+    for variable, value in data.items():
+        monkeypatch.setenv(variable, value)
+    read = config.Settings()
+    for key, value in LARGE.items():
+        name = "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
+        assert getattr(read, name) == value, key
+
+
+def test_large_integer_export_options_are_written_as_integers() -> None:
+    values = {
+        "export": {
+            "enabled": True,
+            "otlp": {"endpoint": "http://collector:4318"},
+            "batchSize": 1_000_000,
+            "minIdleMs": 1_800_000,
+        }
+    }
+    deployments = [
+        document
+        for document in chart.documents(values)
+        if document["kind"] == "Deployment" and document["metadata"]["name"].endswith("export")
+    ]
+    arguments = deployments[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--batch-size=1000000" in arguments
+    assert "--min-idle-ms=1800000" in arguments
 
 
 def _pod_annotations(values: dict[str, Any]) -> dict[str, str]:

@@ -438,6 +438,16 @@ def test_a_gateways_relayed_cache_writes_reach_the_span() -> None:
     assert attributes["gen_ai.usage.input_tokens"] == 3512  # writes and reads included
 
 
+def test_openrouters_cache_writes_reach_the_span() -> None:
+    """The golden OpenRouter body with `prompt_tokens_details.cache_write_tokens`: its cache
+    writes go out as the relayed Anthropic count does, inside the input count."""
+    golden = dict(GOLDEN)["openai_chat/usage-openrouter-cache-writes"]
+    attributes = span_of(golden, PUBLISHED_MS).attributes
+    assert attributes["gen_ai.usage.cache_creation.input_tokens"] == 2048
+    assert attributes["gen_ai.usage.cache_read.input_tokens"] == 0
+    assert attributes["gen_ai.usage.input_tokens"] == 2150
+
+
 @pytest.mark.parametrize(
     ("format_name", "provider", "usage", "expected"),
     [
@@ -448,6 +458,28 @@ def test_a_gateways_relayed_cache_writes_reach_the_span() -> None:
         # gateways serving Claude as Chat relay Anthropic's count (docs/openai-compatible.md)
         ("openai_chat", "openai", b'{"prompt_tokens":9,"cache_creation_input_tokens":4}', 4),
         ("openai_chat", "openai", b'{"prompt_tokens":9}', None),
+        # OpenRouter's count, in the prompt details; the relayed count wins when both are given
+        ("openai_chat", "openai", b'{"prompt_tokens_details":{"cache_write_tokens":5}}', 5),
+        (
+            "openai_chat",
+            "openai",
+            b'{"cache_creation_input_tokens":4,"prompt_tokens_details":{"cache_write_tokens":5}}',
+            4,
+        ),
+        (
+            "openai_chat",
+            "openai",
+            b'{"cache_creation_input_tokens":"4","prompt_tokens_details":{"cache_write_tokens":5}}',
+            5,
+        ),
+        (
+            "openai_chat",
+            "openai",
+            b'{"cache_creation_input_tokens":4,"prompt_tokens_details":{"cache_write_tokens":"5"}}',
+            4,
+        ),
+        ("openai_chat", "openai", b'{"prompt_tokens_details":null}', None),
+        ("openai_chat", "openai", b'{"prompt_tokens_details":{"cache_write_tokens":1.5}}', None),
         # Bedrock's name is Bedrock's alone: a Chat usage holding it reports no cache writes
         ("openai_chat", "openai", b'{"cacheWriteInputTokens":4}', None),
     ],
@@ -458,6 +490,12 @@ def test_a_gateways_relayed_cache_writes_reach_the_span() -> None:
         "not-an-object",
         "chat-relayed",
         "chat-none",
+        "chat-openrouter",
+        "chat-both-relayed-wins",
+        "chat-relayed-malformed-openrouter-read",
+        "chat-openrouter-malformed-relayed-read",
+        "chat-null-details",
+        "chat-openrouter-not-an-integer",
         "chat-other-formats-name",
     ],
 )

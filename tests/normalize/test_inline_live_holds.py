@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import pytest
 
+from thoughtline.reasoning import markers, scanner
 from thoughtline.reasoning.dialects import DIALECTS
 from thoughtline.reasoning.incremental import IncrementalExtractor
+from thoughtline.reasoning.markers import GROWING_MARKERS
 from thoughtline.reasoning.scanner import Scanner
 from thoughtline.reasoning.shortcuts import extract
 
@@ -189,3 +191,49 @@ def test_a_wrapper_waits_for_its_suffix_through_whitespace() -> None:
     out, extractor = _feed_all(chunks)
     _same_as_whole(chunks, out, extractor)
     assert extract("".join(chunks)).content == "answer"
+
+
+# --- a marker that starts a longer one ---------------------------------------------------------
+
+GROWN = len("<think>") + 4
+"""As if a dialect's marker were `<think>` and four more characters."""
+
+
+def test_no_marker_in_todays_table_starts_a_longer_one() -> None:
+    """The wait below is for a table where one marker begins another (found by folding case,
+    over the text search's markers and every block end); today none does. Were one added,
+    note that a block's own closer is decided without this wait (only text markers and an
+    opener nested in its block consult it)."""
+    assert GROWING_MARKERS == {}
+
+
+def test_the_growing_markers_are_each_marker_that_begins_a_longer_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each with the longest one's length, case folded (`<THINK>` begins `<think>xx`)."""
+    longer = ("<think>xx", "<THINK>" + "x" * (GROWN - len("<THINK>")))
+    monkeypatch.setattr(markers, "ROLES_LITERALS", (*markers.ROLES_LITERALS, *longer))
+    assert markers._growing_markers() == {"<think>": GROWN, "<think>xx": GROWN}
+
+
+def test_a_marker_that_may_still_grow_into_a_longer_one_is_waited_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Live, a complete marker that begins a longer one decides nothing until the longer one
+    can no longer come (its length reached, or the text final): in text, and as an opener
+    nested in its own block. Waiting loses nothing: the pieces give what the whole gives."""
+    monkeypatch.setattr(scanner, "GROWING_MARKERS", {"<think>": GROWN})
+    short = "<think>" + "p" * (GROWN - len("<think>") - 1)
+    assert Scanner(thought_label=False).run(short, final=False) == 0
+    assert Scanner(thought_label=False).run(short + "p", final=False) > 0
+    assert Scanner(thought_label=False).run(short, final=True) == len(short)
+
+    nested = "<think>plan." + short  # the first opener has grown past GROWN: it is decided
+    assert Scanner(thought_label=False).run(nested, final=False) == len("<think>plan.")
+    assert Scanner(thought_label=False).run(nested + "p", final=False) > len("<think>plan.")
+    assert Scanner(thought_label=False).run(nested, final=True) == len(nested)
+
+    chunks = ["<think>pl", "an", " more</think>answer"]
+    out, extractor = _feed_all(chunks)
+    assert out[0] == ("", "")
+    _same_as_whole(chunks, out, extractor)

@@ -4,6 +4,7 @@ peer agent's turn rebuilt as context)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, get_args
 
 import pytest
@@ -264,6 +265,55 @@ def test_contents_may_come_as_json_bytes() -> None:
     assert items.items == [{"role": "user", "content": "hi"}]
 
 
+NOT_JSON: dict[str, bytes | str] = {
+    "truncated": b'[{"role":"user","parts":[{"text":"secret scratch',
+    "empty": b"",
+    "text, not bytes": '[{"role": user}]',
+    "trailing characters": b"[] []",
+    "not UTF-8": b'[{"role":"user","parts":[{"text":"\xff"}]}]',
+    "a number out of range": b'[{"parts":[{"text":"hi","thought":1e999}]}]',
+    "nested too deeply": b"[" * 100_000 + b"]" * 100_000,
+}
+
+
+@pytest.mark.parametrize("name", NOT_JSON)
+def test_contents_that_are_not_json_raise_replay_error_without_quoting_them(name: str) -> None:
+    """Bad bytes raise the module's one error (a caller catches `ReplayError`, not msgspec's),
+    with a stable start and no text of the input (it may be reasoning)."""
+    with pytest.raises(ReplayError, match=r"^contents are not JSON: ") as caught:
+        convert_contents(NOT_JSON[name], "openai_chat")
+    assert "scratch" not in str(caught.value)
+
+
+def test_a_role_that_is_no_string_is_refused_by_path() -> None:
+    with pytest.raises(ReplayError, match=r"contents\[0\]: unsupported role \['model'\]"):
+        convert_contents(b'[{"role":["model"],"parts":[{"text":"hi"}]}]', "openai_chat")
+
+
+@pytest.mark.parametrize(
+    ("contents", "path"),
+    [
+        (
+            [model({"functionCall": {"name": "f", "args": {"at": object()}}})],
+            "contents[0].parts[0].functionCall.args",
+        ),
+        (
+            [
+                model({"functionCall": {"name": "f"}}),
+                user({"functionResponse": {"name": "f", "response": {"bad": {1j}}}}),
+            ],
+            "contents[1].parts[0].functionResponse.response",
+        ),
+    ],
+)
+def test_a_callers_value_that_is_not_json_is_refused_by_path(
+    contents: list[dict[str, Any]], path: str
+) -> None:
+    """Decoded JSON always writes back; a Python caller's own objects may not."""
+    with pytest.raises(ReplayError, match=f"^{re.escape(path)} cannot be written as JSON: "):
+        convert_contents(contents, "openai_responses")
+
+
 def test_a_peers_thought_marked_call_keeps_its_description_unflagged() -> None:
     """The thought flag belongs to the reasoning text; the call it made is no reasoning, and a
     flagged description would be dropped downstream with the reasoning."""
@@ -320,3 +370,22 @@ def test_the_engine_writes_what_the_handed_reader_read() -> None:
     assert converted.dropped == ["x.y"]
     with pytest.raises(EmptyHistoryError, match="all 3 contents"):
         convert_history(["decoded"], read, lambda turn: [])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (["not", "an", "object"], r"^content is not a \{role, parts\} object$"),
+        ({"role": "model", "parts": [{"text": "ok"}, "scratch"]}, r"^content\.parts\[1\] is not"),
+        (
+            {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {"at": object()}}}]},
+            r"^content\.parts\[0\]\.functionCall\.args cannot be written as JSON: ",
+        ),
+    ],
+)
+def test_a_foreign_turn_that_is_not_one_is_refused_by_path(content: Any, message: str) -> None:
+    """A peer's turn is a caller's value: what is no part is a `ReplayError`, never an
+    `AttributeError` from deep inside, and its text is not quoted."""
+    with pytest.raises(ReplayError, match=message) as caught:
+        rebuild_foreign_content(content, "researcher")
+    assert "scratch" not in str(caught.value)

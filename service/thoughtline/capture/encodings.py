@@ -4,7 +4,8 @@ chunks themselves go on to the SDK unchanged: this decodes a copy).
 `gzip` and `deflate` are undone by zlib; `br` and `zstd` by the optional packages the HTTP
 libraries themselves decode them with, looked up the way they look them up: `brotli`, else
 `brotlicffi`, for `br`; for `zstd` the standard library's `compression.zstd` (Python 3.14 on)
-or `backports.zstd` (httpx2's) or `zstandard` (httpx's). An HTTP client asks for an encoding
+or `backports.zstd` (httpx2's) or `zstandard` (httpx's), each looked up on the first stream in
+its own encoding (gzip never pays for them). An HTTP client asks for an encoding
 (`Accept-Encoding`) only when it can decode it, with these same packages, so whatever encoding
 the SDK accepts can be undone here. Several encodings (`Content-Encoding: gzip, br`: listed in
 the order they were applied) are undone last first, each on the previous one's output.
@@ -127,6 +128,20 @@ def _first_module(*names: str) -> Any:
     return None
 
 
+def _brotli_stage() -> Callable[[], _Stage] | None:
+    brotli = _first_module("brotli", "brotlicffi")
+    if brotli is None:
+        return None
+    return lambda: _Unbrotli(brotli)
+
+
+def _zstd_stage() -> Callable[[], _Stage] | None:
+    zstd = _zstd_decompressor()
+    if zstd is None:
+        return None
+    return lambda: _Unzstd(zstd)
+
+
 def _zstd_decompressor() -> Callable[[], Any] | None:
     standard = ("compression.zstd",) if sys.version_info >= (3, 14) else ()
     module = _first_module(*standard, "backports.zstd")
@@ -139,22 +154,33 @@ def _zstd_decompressor() -> Callable[[], Any] | None:
     return lambda: zstandard.ZstdDecompressor().decompressobj()
 
 
+_ZLIB_STAGES: Final[Mapping[str, Callable[[], _Stage]]] = {
+    "gzip": lambda: _Inflate(zlib.MAX_WBITS | 16),
+    "x-gzip": lambda: _Inflate(zlib.MAX_WBITS | 16),
+    "deflate": lambda: _Inflate(None),
+}
+_OPTIONAL_STAGES: Final[Mapping[str, Callable[[], Callable[[], _Stage] | None]]] = {
+    "br": _brotli_stage,
+    "zstd": _zstd_stage,
+}
+"""The encodings an optional package undoes, and how to look that package up."""
+
+
+def _stage_maker(encoding: str) -> Callable[[], _Stage] | None:
+    """How to make the decoder of one encoding; None when it is not known or its package is
+    not installed. Only the package of the encoding asked for is looked up: a gzip stream
+    never imports brotli or zstd (each lookup costs milliseconds, once)."""
+    zlib_stage = _ZLIB_STAGES.get(encoding)
+    if zlib_stage is not None:
+        return zlib_stage
+    return _optional_stage(encoding) if encoding in _OPTIONAL_STAGES else None
+
+
 @functools.cache
-def _stage_makers() -> Mapping[str, Callable[[], _Stage]]:
-    """Each encoding that can be undone here, and how to make its decoder (found once: the
-    optional packages are looked up on the first encoded stream)."""
-    makers: dict[str, Callable[[], _Stage]] = {
-        "gzip": lambda: _Inflate(zlib.MAX_WBITS | 16),
-        "x-gzip": lambda: _Inflate(zlib.MAX_WBITS | 16),
-        "deflate": lambda: _Inflate(None),
-    }
-    brotli = _first_module("brotli", "brotlicffi")
-    if brotli is not None:
-        makers["br"] = lambda: _Unbrotli(brotli)
-    zstd = _zstd_decompressor()
-    if zstd is not None:
-        makers["zstd"] = lambda: _Unzstd(zstd)
-    return makers
+def _optional_stage(encoding: str) -> Callable[[], _Stage] | None:
+    """`br` or `zstd`'s decoder maker, its package looked up on the first stream in it (cached
+    per encoding: only these two names reach the cache, never a header's arbitrary value)."""
+    return _OPTIONAL_STAGES[encoding]()
 
 
 def _makers_for(content_encoding: str) -> list[Callable[[], _Stage]] | None:
@@ -165,7 +191,7 @@ def _makers_for(content_encoding: str) -> list[Callable[[], _Stage]] | None:
         encoding = encoding.strip()
         if encoding in _IDENTITY:
             continue
-        make = _stage_makers().get(encoding)
+        make = _stage_maker(encoding)
         if make is None:
             return None
         needed.append(make)

@@ -29,14 +29,14 @@ class PayloadKind(NamedTuple):
     None: detected from its chunks)."""
 
     stream: bool
-    format: str | None
+    format: FormatName | None
 
 
 STREAM_EVENT: Final = PayloadKind(stream=True, format=None)
 """A one-line payload that is one stream event: a stream cut after its first event."""
 
 
-def classify(body: bytes, format: str | None) -> PayloadKind:
+def classify(body: bytes, format: FormatName | None) -> PayloadKind:
     """One body or a recorded stream, and the format when it is known already."""
     if format is not None or body[:1] != b"{":
         if holds_several_chunks(body):

@@ -5,7 +5,8 @@ The source format's reader (its row's `read_history`) turns the whole history in
 neutral events (a text, a call, a call's result), pairing calls with their results and noting
 the paths of what it left out (reasoning, signatures); the target format's writer (its row's
 `write_history_turn`) turns one turn into that format's items. Both are handed by the API.
-A history that leaves nothing to send raises `EmptyHistoryError`.
+A history that leaves nothing to send raises `EmptyHistoryError`; JSON bytes or text that do
+not decode raise `ReplayError` ("contents are not JSON: ..."), so a caller catches one error.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from thoughtline.contract.errors import EmptyHistoryError
+from thoughtline.contract.errors import EmptyHistoryError, ReplayError
 
 TurnRole = Literal["user", "assistant"]
 
@@ -71,7 +72,7 @@ class ConvertedHistory(msgspec.Struct, frozen=True):
 def convert_history(history: Any, read: HistoryReader, write: TurnWriter) -> ConvertedHistory:
     """A history (decoded, or its JSON bytes / text) read by `read` and written by `write`."""
     if isinstance(history, (bytes, str)):
-        history = msgspec.json.decode(history)
+        history = _decoded(history)
     reading = read(history)
     items = [item for turn in reading.turns for item in write(turn)]
     if not items:
@@ -79,3 +80,14 @@ def convert_history(history: Any, read: HistoryReader, write: TurnWriter) -> Con
             f"all {len(reading.turns)} contents held only reasoning: nothing is left to send"
         )
     return ConvertedHistory(items, reading.dropped)
+
+
+def _decoded(history: bytes | str) -> Any:
+    """JSON bytes / text decoded; msgspec's message names the fault and its byte, never the
+    text around it (which may be reasoning)."""
+    try:
+        return msgspec.json.decode(history)
+    except msgspec.DecodeError as error:  # ValidationError too (a number out of range)
+        raise ReplayError(f"contents are not JSON: {error}") from error
+    except RecursionError as error:
+        raise ReplayError("contents are not JSON: nested too deeply") from error

@@ -32,7 +32,7 @@ def read_records(data: bytes, source: str = "records") -> list[Record]:
         try:
             _, end = decoder.raw_decode(text, position)
             record = decode_record(text[position:end].encode())
-        except (ValueError, msgspec.ValidationError) as error:
+        except (ValueError, msgspec.ValidationError, RecursionError) as error:  # too deep
             hint = ""
             if not records and _looks_like_a_payload(text[position:]):
                 hint = " (it looks like a raw provider payload: run `thoughtline normalize` first)"

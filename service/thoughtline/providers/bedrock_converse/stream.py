@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import msgspec
 
+from thoughtline.providers.bedrock_converse.shape import EVENTS
 from thoughtline.reading.compose import malformed, present
 from thoughtline.streams.base import (
     Assembly,
@@ -39,18 +40,6 @@ from thoughtline.streams.base import (
     read_object,
     read_string,
 )
-
-_EVENTS: Final = frozenset(
-    {
-        "messageStart",
-        "contentBlockStart",
-        "contentBlockDelta",
-        "contentBlockStop",
-        "messageStop",
-        "metadata",
-    }
-)
-
 
 _DELTA_KINDS: Final = ("text", "reasoningContent", "toolUse")
 _JSON_WHITESPACE: Final = " \t\r\n"
@@ -141,10 +130,10 @@ def _read_event(chunk: Chunk, state: _State, assembly: Assembly) -> Piece:
 
 
 def _unwrap(chunk: Chunk, wrapper: RawObject) -> tuple[str | None, RawObject]:
-    for name in _EVENTS:
+    for name in EVENTS:
         if name in wrapper:
             return name, read_object(wrapper[name]) or {}
-    if chunk.event in _EVENTS:
+    if chunk.event in EVENTS:
         return chunk.event, wrapper
     return None, {}
 

@@ -17,6 +17,8 @@ The rules (docs/replay.md, "Gemini-style history to OpenAI"), in the order a par
    that held only a signature is dropped with it. Whitespace-only texts are skipped.
 5. An empty input raises `ReplayError` ("no contents"): the caller sent nothing, which is a
    different mistake from a history the drops left empty (the engine's `EmptyHistoryError`).
+   Any other bad input is a `ReplayError` too, naming its path: a role that is no string, a
+   call's `args` or a response that cannot be written as JSON (a caller's own Python objects).
 
 `rebuild_foreign_content` turns another agent's turn into context for this one and keeps each
 text's thought flag, so the rules above still drop that agent's reasoning (and only that: its
@@ -67,29 +69,37 @@ def rebuild_foreign_content(content: dict[str, Any], author: str) -> dict[str, A
 
     The flag goes with the reasoning text only: a call or response the agent made is described
     in a part of its own, never flagged, so dropping the reasoning downstream keeps the call.
-    Signatures stay behind: they belong to that agent's own model turn, not to this one.
+    Signatures stay behind: they belong to that agent's own model turn, not to this one. A
+    content or part that is no object, or a call's values that cannot be written as JSON,
+    raise `ReplayError` naming the path (`content.parts[1]`), as the conversion does.
     """
+    if not isinstance(content, dict):
+        raise ReplayError("content is not a {role, parts} object")
     parts: list[dict[str, Any]] = [{"text": "For context:"}]
-    for part in content.get("parts") or []:
+    given = content.get("parts") or []
+    for index, part in enumerate(given if isinstance(given, list) else [given]):
+        path = f"content.parts[{index}]"
+        if not isinstance(part, dict):
+            raise ReplayError(f"{path} is not an object")
         text = part.get("text")
         if isinstance(text, str) and text.strip():
             said: dict[str, Any] = {"text": f"[{author}] said: {text}"}
             if part.get("thought") is True:
                 said["thought"] = True
             parts.append(said)
-        description = _foreign_call(part, author)
+        description = _foreign_call(part, author, path)
         if description is not None:
             parts.append({"text": description})
     return {"role": "user", "parts": parts}
 
 
-def _foreign_call(part: dict[str, Any], author: str) -> str | None:
+def _foreign_call(part: dict[str, Any], author: str, path: str) -> str | None:
     call, result = part.get("functionCall"), part.get("functionResponse")
     if isinstance(call, dict):
-        arguments = msgspec.json.encode(call.get("args") or {}).decode()
+        arguments = _json_text(call.get("args") or {}, f"{path}.functionCall.args")
         return f"[{author}] called tool `{call.get('name')}` with parameters: {arguments}"
     if isinstance(result, dict):
-        output = msgspec.json.encode(result.get("response")).decode()
+        output = _json_text(result.get("response"), f"{path}.functionResponse.response")
         return f"[{author}] `{result.get('name')}` tool returned result: {output}"
     return None
 
@@ -98,7 +108,7 @@ def _read_content(content: Any, path: str, tracker: CallTracker, dropped: list[s
     if not isinstance(content, dict):
         raise ReplayError(f"{path} is not a {{role, parts}} object")
     role = content.get("role")
-    if role not in _ROLES:
+    if not (role is None or isinstance(role, str)) or role not in _ROLES:  # a list is unhashable
         raise ReplayError(f"{path}: unsupported role {role!r} (expected 'user' or 'model')")
     events: list[HistoryEvent] = []
     parts = content.get("parts") or []
@@ -113,7 +123,7 @@ def _read_part(
     if not isinstance(part, dict):
         raise UnsupportedPartError(f"{path} is not an object")
     fields = {name for name, value in part.items() if value is not None}
-    unsupported = sorted(fields - _CONVERTIBLE_FIELDS)
+    unsupported = sorted(fields - _CONVERTIBLE_FIELDS, key=str)  # a caller's dict may mix key types
     if unsupported:
         marker = "thought " if part.get("thought") is True else ""
         raise UnsupportedPartError(f"{path}: unsupported {marker}part field {unsupported[0]!r}")
@@ -141,7 +151,7 @@ def _call(value: Any, path: str, role: str | None, tracker: CallTracker) -> Hist
     if role != "model" or not isinstance(value, dict) or not isinstance(value.get("name"), str):
         raise UnsupportedPartError(f"{path}: a functionCall needs a name and a model turn")
     call_id = tracker.call(value["name"], value.get("id"))
-    arguments = msgspec.json.encode(value.get("args") or {}).decode()
+    arguments = _json_text(value.get("args") or {}, f"{path}.args")
     return HistoryCall(call_id, value["name"], arguments)
 
 
@@ -149,4 +159,13 @@ def _result(value: Any, path: str, role: str | None, tracker: CallTracker) -> Hi
     if role == "model" or not isinstance(value, dict) or not isinstance(value.get("name"), str):
         raise UnsupportedPartError(f"{path}: a functionResponse needs a name and a user turn")
     call_id = tracker.result(value["name"], value.get("id"), path)
-    return HistoryResult(call_id, msgspec.json.encode(value.get("response")).decode())
+    return HistoryResult(call_id, _json_text(value.get("response"), f"{path}.response"))
+
+
+def _json_text(value: Any, path: str) -> str:
+    """A call's arguments or a response's result as JSON text. Decoded JSON always encodes; a
+    caller's own objects may not (a Python object, a set key, a lone surrogate, a cycle)."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, RecursionError) as error:
+        raise ReplayError(f"{path} cannot be written as JSON: {error}") from error

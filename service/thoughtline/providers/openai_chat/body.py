@@ -168,6 +168,16 @@ class CacheWritesView(msgspec.Struct):
     in the Chat shape relay beside the Chat counts (LiteLLM, the Vercel AI Gateway)."""
 
 
+class CacheWriteDetailsView(msgspec.Struct):
+    cache_write_tokens: int | None = None
+    """OpenRouter's count of prompt tokens written to the cache (for models whose provider
+    prices cache writes), in `prompt_tokens_details`."""
+
+
+class DetailedCacheWritesView(msgspec.Struct):
+    prompt_tokens_details: CacheWriteDetailsView | None = None
+
+
 class ContentTexts(msgspec.Struct, kw_only=True):
     """What a message's content yields: visible texts, native thinking blocks, a refusal."""
 
@@ -320,11 +330,18 @@ def read_usage(raw_usage: msgspec.Raw, detections: list[Detection]) -> Usage:
 
 
 def cache_write_tokens(native_usage: bytes) -> int | None:
-    """A relayed `cache_creation_input_tokens` of a record's `native_usage` (the export's
-    cache-write count; `prompt_tokens` already counts those tokens); None when absent or not
-    an integer."""
+    """The cache writes of a record's `native_usage` (the export's cache-write count;
+    `prompt_tokens` already counts those tokens): a relayed `cache_creation_input_tokens`,
+    else OpenRouter's `prompt_tokens_details.cache_write_tokens`; None when neither is an
+    integer. The relayed count wins: it is the upstream provider's own, as it billed it, and
+    a usage that gave it before keeps the same count. Each is probed apart, so one malformed
+    count does not hide the other."""
     counts = probe_view(native_usage, CacheWritesView)
-    return counts.cache_creation_input_tokens if counts is not None else None
+    if counts is not None and counts.cache_creation_input_tokens is not None:
+        return counts.cache_creation_input_tokens
+    detailed = probe_view(native_usage, DetailedCacheWritesView)
+    details = detailed.prompt_tokens_details if detailed is not None else None
+    return details.cache_write_tokens if details is not None else None
 
 
 def read_message(

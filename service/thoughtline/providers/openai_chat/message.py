@@ -30,9 +30,11 @@ from thoughtline.streams.base import (
     read_string,
 )
 
-STREAMED_STRINGS: Final = ("content", "reasoning_content", "reasoning", "refusal")
 REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
-_DETAIL_TEXTS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
+"""Chat's reasoning fields on a message or delta, named here once: the stream, the request
+readers (Chat's and Mistral's) read them from here."""
+STREAMED_STRINGS: Final = ("content", *REASONING_FIELDS, "refusal")
+DETAIL_TEXTS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 _STREAM_ONLY_CALL_FIELDS: Final = frozenset({"index"})
 _CONCATENATED: Final = frozenset({"text", "summary", "arguments"})
 _MERGED_CHILDREN: Final = frozenset({"function", "extra_content", "google"})
@@ -272,7 +274,7 @@ class MessageAssembler:
                 self.details[key].add(fields)
             else:
                 self.details[key] = MergedObject(fields)
-            text_field = _DETAIL_TEXTS.get(entry_type or "")
+            text_field = DETAIL_TEXTS.get(entry_type or "")
             text = read_string(fields.get(text_field)) if text_field else None
             if text:
                 added.append(Added("reasoning_details", key, text))

@@ -12,13 +12,12 @@ from thoughtline.inspection.readers import (
     has_text,
     objects,
 )
+from thoughtline.providers.openai_chat.message import DETAIL_TEXTS, REASONING_FIELDS
 from thoughtline.reading.compose import leaked
 
 _MARKED_PART_TYPES: Final = frozenset(
     {"thinking", "redacted_thinking", "reasoning", "reasoning_text", "summary_text"}
 )
-REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
-_REASONING_DETAIL_TEXTS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 
 
 def chat_shaped_reader(
@@ -52,7 +51,7 @@ def reasoning_details(message: dict[str, Any], path: str) -> list[tuple[str, str
     """The texts of OpenRouter / MiniMax `reasoning_details` entries (encrypted ones have none)."""
     found = []
     for index, detail in objects(message.get("reasoning_details")):
-        field = _REASONING_DETAIL_TEXTS.get(str(detail.get("type")))
+        field = DETAIL_TEXTS.get(str(detail.get("type")))
         if field is not None and has_text(detail.get(field)):
             found.append((f"{path}.reasoning_details[{index}]", detail[field]))
     return found
