@@ -246,12 +246,7 @@ def test_every_exception_is_still_needed() -> None:
         assert any(name in value for _, value in _code_strings(PACKAGE / place)), place
 
 
-NAMED_TWICE: dict[str, str] = {
-    "providers/openai_chat/body.py": (
-        "the one-pass body reader keeps its own copies of the reasoning fields and the "
-        "OpenRouter detail texts (its hot path is being tuned elsewhere; message.py holds them)"
-    ),
-}
+NAMED_TWICE: dict[str, str] = {}
 """Modules allowed to repeat a list of names their folder defines elsewhere, with the reason."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from thoughtline.providers.openai_chat.message import REASONING_FIELDS
 from thoughtline.providers.openai_chat.request import chat_shaped_reader
+from thoughtline.providers.openai_chat.shape import REASONING_FIELDS
 
 read_request: Final = chat_shaped_reader(REASONING_FIELDS, flagged=True, mistral=True)

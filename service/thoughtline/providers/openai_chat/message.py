@@ -19,6 +19,7 @@ from typing import Any, Final, NamedTuple
 
 import msgspec
 
+from thoughtline.providers.openai_chat.shape import DETAIL_TEXTS, REASONING_FIELDS
 from thoughtline.reading.compose import present
 from thoughtline.streams.base import (
     RawObject,
@@ -30,11 +31,7 @@ from thoughtline.streams.base import (
     read_string,
 )
 
-REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
-"""Chat's reasoning fields on a message or delta, named here once: the stream, the request
-readers (Chat's and Mistral's) read them from here."""
 STREAMED_STRINGS: Final = ("content", *REASONING_FIELDS, "refusal")
-DETAIL_TEXTS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 _STREAM_ONLY_CALL_FIELDS: Final = frozenset({"index"})
 _CONCATENATED: Final = frozenset({"text", "summary", "arguments"})
 _MERGED_CHILDREN: Final = frozenset({"function", "extra_content", "google"})

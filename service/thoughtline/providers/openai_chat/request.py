@@ -12,7 +12,7 @@ from thoughtline.inspection.readers import (
     has_text,
     objects,
 )
-from thoughtline.providers.openai_chat.message import DETAIL_TEXTS, REASONING_FIELDS
+from thoughtline.providers.openai_chat.shape import DETAIL_TEXTS, REASONING_FIELDS
 from thoughtline.reading.compose import leaked
 
 _MARKED_PART_TYPES: Final = frozenset(

@@ -8,6 +8,11 @@ from typing import Final
 from thoughtline.providers.shape import Equals, Present, Probes, RequestView, Shape, Sign, present
 
 CHUNK_OBJECT: Final = "chat.completion.chunk"
+REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
+"""Chat's reasoning fields on a message or delta, named here once: the body reader, the stream
+assembler and the request readers (Chat's and Mistral's) read them from here."""
+DETAIL_TEXTS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
+"""OpenRouter's `reasoning_details` entry types that carry text, and the field holding it."""
 
 
 def _chunk(shape: Shape) -> bool:

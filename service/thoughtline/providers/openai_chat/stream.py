@@ -33,7 +33,8 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from thoughtline.providers.openai_chat.body import THOUGHT_OPENER, ThoughtSpan, thought_spans
-from thoughtline.providers.openai_chat.message import REASONING_FIELDS, Added, MessageAssembler
+from thoughtline.providers.openai_chat.message import Added, MessageAssembler
+from thoughtline.providers.openai_chat.shape import REASONING_FIELDS
 from thoughtline.reading.compose import present
 from thoughtline.streams.base import (
     Assembly,
