@@ -46,6 +46,7 @@ import msgspec
 
 from thoughtline.contract.errors import NormalizeError
 from thoughtline.contract.record import Detection, FinishReason, Record, Usage
+from thoughtline.providers.openai_chat.shape import DETAIL_TEXTS, REASONING_FIELDS
 from thoughtline.reading.compose import (
     Turn,
     decode,
@@ -206,8 +207,6 @@ _FINISH_REASON_MAP: Final[dict[str, FinishReason]] = {
 
 MESSAGE_PATH: Final = "choices[0].message"
 CONTENT_PATH: Final = f"{MESSAGE_PATH}.content"
-_REASONING_FIELDS: Final = ("reasoning_content", "reasoning")
-_DETAIL_TEXT_FIELDS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 _DETAIL_WITHOUT_TEXT: Final = frozenset({"reasoning.encrypted"})
 THOUGHT_OPENER: Final = "<thought>"
 THOUGHT_CLOSER: Final = "</thought>"
@@ -397,7 +396,7 @@ def reasoning_field(
     message: MessageView | MessageReadView, detections: list[Detection]
 ) -> str | None:
     """`reasoning_content`, else `reasoning`: the first that is present and a string."""
-    for name in _REASONING_FIELDS:
+    for name in REASONING_FIELDS:
         value = getattr(message, name)
         if value is None:
             continue
@@ -544,7 +543,7 @@ def _reasoning_details_texts(raw_details: msgspec.Raw, texts: ContentTexts) -> l
         kind = string_or_none(entry.type) if entry is not None else None
         if entry is None or kind in _DETAIL_WITHOUT_TEXT:
             continue
-        field = _DETAIL_TEXT_FIELDS.get(kind) if kind is not None else None
+        field = DETAIL_TEXTS.get(kind) if kind is not None else None
         if field is None:
             texts.detections.append(malformed("unknown_part", entry_path))
             continue
