@@ -1,0 +1,18 @@
+"""Chat Completions calls as capture sees them: `POST …/chat/completions`, at any host (OpenAI
+and the many services that speak Chat; Mistral's, told apart by `mistral/endpoint.py`, is asked
+first)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from thoughtline.providers.endpoint import Endpoint
+
+PATH: Final = "/chat/completions"
+
+
+def is_call(host: str, path: str, user_agent: str) -> bool:
+    return path.endswith(PATH)
+
+
+ENDPOINT: Final = Endpoint(format="openai_chat", is_call=is_call)

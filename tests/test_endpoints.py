@@ -1,0 +1,91 @@
+"""The providers' endpoints (`providers/<format>/endpoint.py`, listed in capture's order by
+`providers/endpoints.py`): which format a call is by its URL, the model a URL names, the calls
+that stream by their path, Bedrock's binary event stream; one endpoint per registry row."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from thoughtline.providers import endpoints, registry
+
+
+@pytest.mark.parametrize(
+    ("host", "path", "agent", "expected"),
+    [
+        ("api.openai.com", "/v1/chat/completions", "OpenAI/Python 1.0", "openai_chat"),
+        ("openrouter.ai", "/api/v1/chat/completions", "", "openai_chat"),
+        ("localhost", "/v1/chat/completions", "ollama-python", "openai_chat"),  # Ollama's Chat
+        ("api.mistral.ai", "/v1/chat/completions", "", "mistral"),
+        ("gateway", "/v1/chat/completions", "mistral-client-python/1.9.0", "mistral"),
+        ("api.mistral.ai", "/v1/embeddings", "mistral-client-python/1.9.0", None),
+        ("api.mistral.ai", "/v1/models", "", None),
+        ("api.openai.com", "/v1/responses", "", "openai_responses"),
+        ("api.openai.com", "/v1/responses/resp_1/input_items", "", None),
+        ("api.anthropic.com", "/v1/messages", "", "anthropic"),
+        ("gateway", "/anthropic/messages", "", "anthropic"),  # under a gateway's prefix
+        ("api.anthropic.com", "/v1/messages/count_tokens", "", None),
+        ("api.openai.com", "/v1/threads/thread_1/messages", "", None),  # Assistants
+        ("gateway", "/v1/threads/thread_1/v1/messages", "", "anthropic"),
+        ("g", "/v1beta/models/gemini-2.5-pro:generateContent", "", "gemini"),
+        ("g", "/v1/projects/p/models/gemini-2.5-pro:streamGenerateContent", "", "gemini"),
+        ("g", "/v1beta/models/gemini-2.5-pro:countTokens", "", None),
+        ("localhost", "/api/chat", "ollama-python", "ollama"),
+        ("localhost", "/api/generate", "", "ollama"),
+        ("localhost", "/api/embed", "", None),
+        ("bedrock-runtime.us-east-1.amazonaws.com", "/model/m/converse", "Boto3/1.0", None),
+    ],
+)
+def test_the_format_of_a_call_by_its_url(
+    host: str, path: str, agent: str, expected: str | None
+) -> None:
+    assert endpoints.format_of_call(host, path, agent) == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "model"),
+    [
+        ("/v1beta/models/gemini-2.5-pro:generateContent", "gemini-2.5-pro"),
+        ("/v1beta/models/gemini-2.5-flash:streamGenerateContent", "gemini-2.5-flash"),
+        ("/model/us.anthropic.claude-sonnet-4-v1:0/converse", "us.anthropic.claude-sonnet-4-v1:0"),
+        (  # an inference profile's ARN: everything up to `/converse`
+            "/model/arn:aws:bedrock:us-east-1:1:inference-profile/p/converse-stream",
+            "arn:aws:bedrock:us-east-1:1:inference-profile/p",
+        ),
+        ("/model/amazon.nova-pro-v1:0/converse-stream", "amazon.nova-pro-v1:0"),
+        ("/v1/chat/completions", None),
+        ("/v1beta/models/gemini-2.5-pro:countTokens", None),
+    ],
+)
+def test_the_model_a_url_names(path: str, model: str | None) -> None:
+    assert endpoints.model_in_path(path) == model
+
+
+def test_a_gemini_stream_is_one_by_its_path() -> None:
+    assert endpoints.streams_by_path("/v1beta/models/m:streamGenerateContent")
+    assert not endpoints.streams_by_path("/v1beta/models/m:generateContent")
+    assert not endpoints.streams_by_path("/v1/chat/completions")
+
+
+def test_bedrock_answers_in_a_binary_event_stream() -> None:
+    assert endpoints.is_binary_stream("application/vnd.amazon.eventstream")
+    assert not endpoints.is_binary_stream("text/event-stream")
+    assert not endpoints.is_binary_stream("application/json")
+
+
+def test_every_row_has_its_folders_endpoint_once() -> None:
+    assert [endpoint.format for endpoint in endpoints.ENDPOINTS] != []
+    assert sorted(endpoint.format for endpoint in endpoints.ENDPOINTS) == sorted(
+        row.name for row in registry.FORMAT_ROWS
+    )
+    for row in registry.FORMAT_ROWS:
+        folder = importlib.import_module(f"thoughtline.providers.{row.name}.endpoint")
+        assert folder.ENDPOINT in endpoints.ENDPOINTS, row.name
+        assert folder.ENDPOINT.format == row.name, row.name
+
+
+def test_mistral_is_asked_before_chat() -> None:
+    """A Mistral call passes Chat's test too: the order is what tells them apart."""
+    order = [endpoint.format for endpoint in endpoints.ENDPOINTS]
+    assert order.index("mistral") < order.index("openai_chat")
