@@ -5,6 +5,7 @@ that stream by their path, Bedrock's binary event stream; one endpoint per regis
 from __future__ import annotations
 
 import importlib
+import re
 
 import pytest
 
@@ -63,15 +64,19 @@ def test_the_model_a_url_names(path: str, model: str | None) -> None:
 
 
 def test_a_gemini_stream_is_one_by_its_path() -> None:
-    assert endpoints.streams_by_path("/v1beta/models/m:streamGenerateContent")
-    assert not endpoints.streams_by_path("/v1beta/models/m:generateContent")
-    assert not endpoints.streams_by_path("/v1/chat/completions")
+    assert "/v1beta/models/m:streamGenerateContent".endswith(endpoints.STREAMING_PATHS)
+    assert not "/v1beta/models/m:generateContent".endswith(endpoints.STREAMING_PATHS)
+    assert not "/v1/chat/completions".endswith(endpoints.STREAMING_PATHS)
 
 
 def test_bedrock_answers_in_a_binary_event_stream() -> None:
-    assert endpoints.is_binary_stream("application/vnd.amazon.eventstream")
-    assert not endpoints.is_binary_stream("text/event-stream")
-    assert not endpoints.is_binary_stream("application/json")
+    assert endpoints.BINARY_STREAM_TYPES == ("application/vnd.amazon.eventstream",)
+
+
+def test_each_model_pattern_has_one_group() -> None:
+    """The patterns are searched as one: the model is the one group that matched."""
+    patterns = [endpoint.model_in_path for endpoint in endpoints.ENDPOINTS]
+    assert [re.compile(pattern).groups for pattern in patterns if pattern] == [1, 1]
 
 
 def test_every_row_has_its_folders_endpoint_once() -> None:

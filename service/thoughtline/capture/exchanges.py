@@ -33,9 +33,16 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_STREAM_TYPES: Final = ("text/event-stream", "application/x-ndjson", "application/jsonl")
-"""Text streams; a provider's binary event stream and a call that streams by its path are
-told by its endpoint (`providers/endpoints.py`)."""
+_BINARY_STREAMS: Final = endpoints.BINARY_STREAM_TYPES
+"""Bedrock's event stream: turned into JSON lines, never published live."""
+_STREAM_TYPES: Final = (
+    "text/event-stream",
+    "application/x-ndjson",
+    "application/jsonl",
+    *_BINARY_STREAMS,
+)
+_STREAMING_PATHS: Final = endpoints.STREAMING_PATHS
+"""Calls that stream whatever their content type (Gemini's `streamGenerateContent`)."""
 
 
 def format_of(method: str, host: str, path: str, user_agent: str) -> FormatName | None:
@@ -91,7 +98,7 @@ def streams_live(capture: Capture) -> bool:
     deflate; br and zstd when their packages are installed; several stacked), since the cuts
     are made in the decoded bytes (`encodings`). Bedrock's binary event stream is captured by
     its own hooks."""
-    if not _is_stream(capture) or endpoints.is_binary_stream(capture.content_type):
+    if not _is_stream(capture) or capture.content_type.startswith(_BINARY_STREAMS):
         return False
     return decodable(capture.content_encoding)
 
@@ -138,7 +145,7 @@ def entries_of(capture: Capture) -> list[dict[str, bytes]] | None:
         if decoded is None:
             return None
         body = decoded
-    if endpoints.is_binary_stream(capture.content_type):
+    if capture.content_type.startswith(_BINARY_STREAMS):
         body = _event_lines(body)
     request = _read_request(capture.request_body)
     model = endpoints.model_in_path(capture.method_path) or request.model
@@ -169,11 +176,8 @@ def entries_of(capture: Capture) -> list[dict[str, bytes]] | None:
 
 
 def _is_stream(capture: Capture) -> bool:
-    content_type = capture.content_type
-    return (
-        content_type.startswith(_STREAM_TYPES)
-        or endpoints.is_binary_stream(content_type)
-        or endpoints.streams_by_path(capture.method_path)
+    return capture.content_type.startswith(_STREAM_TYPES) or capture.method_path.endswith(
+        _STREAMING_PATHS
     )
 
 

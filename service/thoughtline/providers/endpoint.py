@@ -3,18 +3,19 @@ the URL or the response's content type says of them. Each provider folder writes
 (`endpoint.py`); `endpoints.py` lists them in the order capture asks them.
 
 Capture runs inside applications, on their request path: an endpoint module imports nothing
-but this type and `re` (never a body reader or the registry; a test holds it)."""
+but this type (never a body reader or the registry; a test holds it). Its path endings are
+data, so capture tells most calls by one `str.endswith` of them all."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from thoughtline.contract.record import FormatName
 
 CallTest = Callable[[str, str, str], bool]
-"""Whether a POST to `host` and `path`, sent with `user_agent`, is one of the format's calls."""
+"""Of a POST to `host` and `path`, sent with `user_agent`: whether it is one of the format's
+calls."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,10 +23,15 @@ class Endpoint:
     """One provider format's calls as capture sees them."""
 
     format: FormatName
-    is_call: CallTest | None
-    """None for a format no URL is told by: its SDK hook names the format itself."""
-    model_in_path: re.Pattern[str] | None = None
-    """A URL path naming the model (group 1), for a format whose request body does not."""
+    paths: tuple[str, ...]
+    """Endings of the URL paths of the format's calls (POSTs); none for a format no URL tells,
+    whose SDK hook names the format itself."""
+    only_if: CallTest | None = None
+    """What else tells a call whose path ends so: its host, its SDK's user agent, where the
+    path stands."""
+    model_in_path: str | None = None
+    """A regular expression finding the model a URL path names, its one group, for a format
+    whose request body does not name it."""
     streaming_paths: tuple[str, ...] = ()
     """Path endings of calls that stream whatever the response's content type says."""
     binary_stream_type: str | None = None

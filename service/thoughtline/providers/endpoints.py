@@ -8,6 +8,7 @@ checks that every row of the registry has its endpoint here."""
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from thoughtline.contract.record import FormatName
@@ -21,12 +22,12 @@ from thoughtline.providers.openai_chat.endpoint import ENDPOINT as OPENAI_CHAT
 from thoughtline.providers.openai_responses.endpoint import ENDPOINT as OPENAI_RESPONSES
 
 __all__ = [
+    "BINARY_STREAM_TYPES",
     "ENDPOINTS",
+    "STREAMING_PATHS",
     "Endpoint",
     "format_of_call",
-    "is_binary_stream",
     "model_in_path",
-    "streams_by_path",
 ]
 
 ENDPOINTS: Final[tuple[Endpoint, ...]] = (
@@ -34,48 +35,49 @@ ENDPOINTS: Final[tuple[Endpoint, ...]] = (
     MISTRAL,  # before Chat: a Mistral call is a Chat call, told apart by its host or SDK
     OPENAI_CHAT,
     OPENAI_RESPONSES,
-    ANTHROPIC,  # its test leaves out OpenAI Assistants' `/threads/<id>/messages` itself
+    ANTHROPIC,  # its `only_if` leaves out OpenAI Assistants' `/threads/<id>/messages` itself
     OLLAMA,
     BEDROCK_CONVERSE,  # told by no URL: captured by its SDK hooks, which name the format
 )
-"""The first endpoint whose test says yes names the call's format. Only Mistral's order
-matters today (its calls pass Chat's test too); the others' paths do not overlap."""
+"""The first endpoint a call passes names its format. Only Mistral's order matters today (its
+calls pass Chat's test too); the others' path endings do not overlap."""
 
-_CALL_TESTS: Final[tuple[tuple[FormatName, CallTest], ...]] = tuple(
-    (endpoint.format, endpoint.is_call) for endpoint in ENDPOINTS if endpoint.is_call is not None
-)
-_MODEL_PATTERNS: Final = tuple(
-    endpoint.model_in_path for endpoint in ENDPOINTS if endpoint.model_in_path is not None
-)
-_STREAMING_PATHS: Final = tuple(path for endpoint in ENDPOINTS for path in endpoint.streaming_paths)
-_BINARY_STREAM_TYPES: Final = tuple(
+STREAMING_PATHS: Final = tuple(path for endpoint in ENDPOINTS for path in endpoint.streaming_paths)
+"""Path endings of calls that stream whatever their content type (Gemini's)."""
+BINARY_STREAM_TYPES: Final = tuple(
     endpoint.binary_stream_type for endpoint in ENDPOINTS if endpoint.binary_stream_type is not None
+)
+"""Content types of binary event streams (Bedrock's), which capture turns into JSON lines."""
+
+_RULES: Final[tuple[tuple[FormatName, tuple[str, ...], CallTest | None], ...]] = tuple(
+    (endpoint.format, endpoint.paths, endpoint.only_if) for endpoint in ENDPOINTS if endpoint.paths
+)
+_ANY_PATH: Final = tuple(path for endpoint in ENDPOINTS for path in endpoint.paths)
+# One search for every endpoint's pattern, as capture did before the patterns moved to their
+# folders: each has one group, and only one alternative can match (each is anchored at the end
+# of a path ending its own way), so the last group matched is the model.
+_MODEL_IN_PATH: Final = re.compile(
+    "|".join(
+        f"(?:{endpoint.model_in_path})"
+        for endpoint in ENDPOINTS
+        if endpoint.model_in_path is not None
+    )
 )
 
 
 def format_of_call(host: str, path: str, user_agent: str) -> FormatName | None:
     """The format of a POST to `host` and `path`, sent with `user_agent`; None when it is no
-    provider call capture knows."""
-    for name, is_call in _CALL_TESTS:
-        if is_call(host, path, user_agent):
+    provider call capture knows. It runs on the application's request path: one `endswith`
+    turns away any other call."""
+    if not path.endswith(_ANY_PATH):
+        return None
+    for name, paths, only_if in _RULES:
+        if path.endswith(paths) and (only_if is None or only_if(host, path, user_agent)):
             return name
     return None
 
 
 def model_in_path(path: str) -> str | None:
     """The model a URL path names (Gemini's, Bedrock's), else None."""
-    for pattern in _MODEL_PATTERNS:
-        found = pattern.search(path)
-        if found:
-            return found.group(1)
-    return None
-
-
-def streams_by_path(path: str) -> bool:
-    """Whether the call streams by its path alone (Gemini's `streamGenerateContent`)."""
-    return path.endswith(_STREAMING_PATHS)
-
-
-def is_binary_stream(content_type: str) -> bool:
-    """Whether a response is a binary event stream (Bedrock's), turned into JSON lines."""
-    return content_type.startswith(_BINARY_STREAM_TYPES)
+    found = _MODEL_IN_PATH.search(path)
+    return found.group(found.lastindex) if found and found.lastindex else None

@@ -9,8 +9,8 @@ from typing import Final
 from thoughtline.providers.endpoint import Endpoint
 
 
-def is_call(host: str, path: str, user_agent: str) -> bool:
-    return path.endswith("/v1/messages") or (path.endswith("/messages") and "/threads/" not in path)
+def is_not_a_thread(host: str, path: str, user_agent: str) -> bool:
+    return path.endswith("/v1/messages") or "/threads/" not in path
 
 
-ENDPOINT: Final = Endpoint(format="anthropic", is_call=is_call)
+ENDPOINT: Final = Endpoint(format="anthropic", paths=("/messages",), only_if=is_not_a_thread)

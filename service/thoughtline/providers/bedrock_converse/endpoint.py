@@ -5,14 +5,13 @@ the URL says is the model (`/model/<model id>/converse` or `…/converse-stream`
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 from thoughtline.providers.endpoint import Endpoint
 
 ENDPOINT: Final = Endpoint(
     format="bedrock_converse",
-    is_call=None,
-    model_in_path=re.compile(r"/model/(.+)/converse(?:-stream)?$"),
+    paths=(),
+    model_in_path=r"/model/(.+)/converse(?:-stream)?$",
     binary_stream_type="application/vnd.amazon.eventstream",
 )

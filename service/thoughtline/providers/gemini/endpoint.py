@@ -4,22 +4,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 from thoughtline.providers.endpoint import Endpoint
 
 _STREAMING: Final = ":streamGenerateContent"
-_CALLS: Final = (":generateContent", _STREAMING)
-
-
-def is_call(host: str, path: str, user_agent: str) -> bool:
-    return path.endswith(_CALLS)
-
 
 ENDPOINT: Final = Endpoint(
     format="gemini",
-    is_call=is_call,
-    model_in_path=re.compile(r"models/([^/:]+):(?:stream)?[gG]enerateContent$"),
+    paths=(":generateContent", _STREAMING),
+    model_in_path=r"models/([^/:]+):(?:stream)?[gG]enerateContent$",
     streaming_paths=(_STREAMING,),
 )

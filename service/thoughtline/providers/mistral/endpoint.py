@@ -9,12 +9,9 @@ from typing import Final
 from thoughtline.providers.endpoint import Endpoint
 from thoughtline.providers.openai_chat.endpoint import PATH
 
-_HOST: Final = "mistral.ai"
-_SDK_AGENT: Final = "mistral-client"
+
+def is_mistrals(host: str, path: str, user_agent: str) -> bool:
+    return host.endswith("mistral.ai") or user_agent.startswith("mistral-client")
 
 
-def is_call(host: str, path: str, user_agent: str) -> bool:
-    return path.endswith(PATH) and (host.endswith(_HOST) or user_agent.startswith(_SDK_AGENT))
-
-
-ENDPOINT: Final = Endpoint(format="mistral", is_call=is_call)
+ENDPOINT: Final = Endpoint(format="mistral", paths=(PATH,), only_if=is_mistrals)

@@ -7,11 +7,4 @@ from typing import Final
 
 from thoughtline.providers.endpoint import Endpoint
 
-_CALLS: Final = ("/api/chat", "/api/generate")
-
-
-def is_call(host: str, path: str, user_agent: str) -> bool:
-    return path.endswith(_CALLS)
-
-
-ENDPOINT: Final = Endpoint(format="ollama", is_call=is_call)
+ENDPOINT: Final = Endpoint(format="ollama", paths=("/api/chat", "/api/generate"))

@@ -10,9 +10,4 @@ from thoughtline.providers.endpoint import Endpoint
 
 PATH: Final = "/chat/completions"
 
-
-def is_call(host: str, path: str, user_agent: str) -> bool:
-    return path.endswith(PATH)
-
-
-ENDPOINT: Final = Endpoint(format="openai_chat", is_call=is_call)
+ENDPOINT: Final = Endpoint(format="openai_chat", paths=(PATH,))
