@@ -412,7 +412,8 @@ def main() -> None:
     )
     arguments = parser.parse_args()
     repeat, seconds = arguments.repeat, arguments.seconds
-    print(f"Median of {repeat} rounds of {seconds}s; corpus {CORPUS}")
+    where = CORPUS if CORPUS.is_dir() else f"{CORPUS} not found: the corpus rows are empty"
+    print(f"Median of {repeat} rounds of {seconds}s; corpus {where}")
     print("normalize + encode against decode + encode of the same bytes (the floor):")
     against_floor(repeat, seconds, frozenset(arguments.format))
     if arguments.floor_only:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,15 @@ def test_every_python_name_a_page_gives_exists(page: Path) -> None:
     # A function moved to another module leaves the page naming one that is not there.
     missing = [name for name in named_python_objects(page) if not resolves(name)]
     assert missing == [], f"{page.name}: names Python objects that do not exist {missing}"
+
+
+SHELL_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.M | re.S)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_shell_block_of_the_page_is_valid_shell(page: Path) -> None:
+    # A placeholder such as `<entry-id>` reads as a redirection: pasted, the block stops at a
+    # syntax error. `bash -n` parses without running anything.
+    for block in SHELL_BLOCK.findall(page.read_text()):
+        checked = subprocess.run(["bash", "-n"], input=block, capture_output=True, text=True)
+        assert checked.returncode == 0, f"{page.name}: {checked.stderr.strip()}\n{block}"

@@ -1,6 +1,6 @@
-"""The README's deploy example, rendered with the chart as written: the Secret it creates holds
-the key the Deployment reads, the pods may reach the URL's port, and KEDA gets the TLS and the
-password the URL asks for."""
+"""The README's deploy example, rendered with the chart as written: the pods run the image it
+builds and pushes, the Secret it creates holds the key the Deployment reads, the pods may reach
+the URL's port, and KEDA gets the TLS and the password the URL asks for."""
 
 from __future__ import annotations
 
@@ -80,6 +80,11 @@ def test_the_readme_deploy_example_renders_a_worker_that_can_start_and_scale() -
     assert reference["name"] == secret_name
     assert reference["key"] in literals, "the Deployment reads a key the Secret does not hold"
     url = urlsplit(literals[reference["key"]])
+
+    # the cluster runs the image the example builds and pushes, not one only the builder has
+    built = option_values(command(commands, "docker", "build"), "-t")
+    assert command(commands, "docker", "push")[2:] == built
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] in built
 
     policy = next(document for document in documents if document["kind"] == "NetworkPolicy")
     open_ports = {port["port"] for rule in policy["spec"]["egress"] for port in rule["ports"]}
