@@ -5,11 +5,13 @@ that stream by their path, Bedrock's binary event stream; one endpoint per regis
 from __future__ import annotations
 
 import importlib
+import itertools
 import re
 
 import pytest
 
 from thoughtline.providers import endpoints, registry
+from thoughtline.providers.endpoint import Endpoint
 
 
 @pytest.mark.parametrize(
@@ -41,7 +43,7 @@ from thoughtline.providers import endpoints, registry
 def test_the_format_of_a_call_by_its_url(
     host: str, path: str, agent: str, expected: str | None
 ) -> None:
-    assert endpoints.format_of_call(host, path, agent) == expected
+    assert endpoints.format_of_call("POST", host, path, agent) == expected
 
 
 @pytest.mark.parametrize(
@@ -88,6 +90,45 @@ def test_every_row_has_its_folders_endpoint_once() -> None:
         folder = importlib.import_module(f"thoughtline.providers.{row.name}.endpoint")
         assert folder.ENDPOINT in endpoints.ENDPOINTS, row.name
         assert folder.ENDPOINT.format == row.name, row.name
+
+
+HOSTS = ("api.openai.com", "api.mistral.ai", "mistral.ai.example", "localhost", "g")
+AGENTS = ("", "mistral-client-python/1.9.0", "OpenAI/Python 1.0", "x-mistral-client")
+PATHS = (
+    *(path for endpoint in endpoints.ENDPOINTS for path in endpoint.paths),
+    "/v1/threads/t/messages",
+    "/v1/threads/t/v1/messages",
+    "/v1beta/models/m:streamGenerateContent",
+    "/model/m/converse",
+    "/v1/embeddings",
+    "",
+)
+
+
+def walked(order: tuple[Endpoint, ...], host: str, path: str, agent: str) -> str | None:
+    """The endpoints' data read one by one: what the compiled chain must answer."""
+    for endpoint in order:
+        if path.endswith(endpoint.paths) and (
+            endpoint.only_if is None or endpoint.only_if(host, path, agent)
+        ):
+            return endpoint.format
+    return None
+
+
+@pytest.mark.parametrize("order", ["capture's", "reversed"])
+def test_the_compiled_tests_answer_as_the_endpoints_read_one_by_one(order: str) -> None:
+    ordered = endpoints.ENDPOINTS if order == "capture's" else endpoints.ENDPOINTS[::-1]
+    compiled = endpoints.compile_calls(ordered)
+    answers = set()
+    for host, path, agent in itertools.product(HOSTS, PATHS, AGENTS):
+        answer = compiled("POST", host, path, agent)
+        assert answer == walked(ordered, host, path, agent), (host, path, agent)
+        answers.add(answer)
+    every_told = {None, *(row.name for row in registry.FORMAT_ROWS)} - {"bedrock_converse"}
+    if order == "capture's":
+        assert answers == every_told
+    else:  # Chat is asked first and takes Mistral's calls
+        assert answers == every_told - {"mistral"}
 
 
 def test_mistral_is_asked_before_chat() -> None:

@@ -45,13 +45,11 @@ _STREAMING_PATHS: Final = endpoints.STREAMING_PATHS
 """Calls that stream whatever their content type (Gemini's `streamGenerateContent`)."""
 
 
-def format_of(method: str, host: str, path: str, user_agent: str) -> FormatName | None:
-    """The wire format of a provider call, from its URL (each provider's endpoint says which
-    are its calls); None for any other request (model lists, files, embeddings...), which is
-    passed through and not published."""
-    if method != "POST":
-        return None
-    return endpoints.format_of_call(host, path, user_agent)
+format_of: Final = endpoints.format_of_call
+"""The wire format of a provider call, `format_of(method, host, path, user_agent)`, from its URL
+(each provider's endpoint says which are its calls); None for any other request (model lists,
+files, embeddings...), which is passed through and not published. The endpoints' compiled
+tests themselves: this runs on the application's request path."""
 
 
 @dataclass(slots=True)

@@ -4,7 +4,7 @@ the URL or the response's content type says of them. Each provider folder writes
 
 Capture runs inside applications, on their request path: an endpoint module imports nothing
 but this type (never a body reader or the registry; a test holds it). Its path endings are
-data, so capture tells most calls by one `str.endswith` of them all."""
+data, which `endpoints.py` compiles with every other format's into one chain of tests."""
 
 from __future__ import annotations
 
