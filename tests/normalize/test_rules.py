@@ -3,10 +3,15 @@ Gemini format (the reference path every other format follows)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
+import msgspec
+
 import thoughtline
+from thoughtline.contract.record import Detection, Usage
+from thoughtline.reading.turn import _checked_usage
 
 
 def gemini(*parts: dict[str, Any], **extra: Any) -> bytes:
@@ -102,3 +107,53 @@ def test_reasoning_longer_than_the_answer_or_absent_from_it_is_no_leak() -> None
     assert _leak_codes(REASONING + " More.", REASONING) == []
     assert _leak_codes(REASONING, "A different answer of well over thirty-two characters.") == []
     assert _leak_codes("Too short.", "Too short. And the answer.") == []
+
+
+def _usage_rules_one_by_one(usage: Usage) -> tuple[Usage, list[str]]:
+    """The usage rules of docs/record.md, each stated apart: the reference the one-function
+    `_checked_usage` of the hot path must give, detection by detection."""
+    counts = (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+        usage.cached_input_tokens,
+        usage.total_tokens,
+    )
+    if any(count is not None and count < 0 for count in counts):
+        return Usage(), ["invalid_usage"]
+    found = []
+    known = usage.input_tokens is not None and usage.output_tokens is not None
+    if known and usage.total_tokens is not None:
+        assert usage.input_tokens is not None and usage.output_tokens is not None
+        if usage.total_tokens != usage.input_tokens + usage.output_tokens:
+            found.append("usage_inconsistent")
+
+    def above(part: int | None, whole: int | None) -> bool:
+        return part is not None and whole is not None and part > whole
+
+    if above(usage.reasoning_tokens, usage.output_tokens) or above(
+        usage.cached_input_tokens, usage.input_tokens
+    ):
+        found.append("usage_impossible")
+    if usage.total_tokens is None and known:
+        assert usage.input_tokens is not None and usage.output_tokens is not None
+        usage = msgspec.structs.replace(
+            usage, total_tokens=usage.input_tokens + usage.output_tokens
+        )
+    return usage, found
+
+
+def test_usage_rules_on_every_combination_of_absent_negative_and_ordered_counts() -> None:
+    values = (None, -1, 0, 1, 5)
+    for counts in itertools.product(values, repeat=5):
+        usage = Usage(
+            input_tokens=counts[0],
+            output_tokens=counts[1],
+            reasoning_tokens=counts[2],
+            cached_input_tokens=counts[3],
+            total_tokens=counts[4],
+        )
+        detections: list[Detection] = []
+        checked = _checked_usage(usage, "usage", detections)
+        expected, codes = _usage_rules_one_by_one(usage)
+        assert (checked, [found.code for found in detections]) == (expected, codes), usage

@@ -24,12 +24,14 @@ async def running_worker(settings: Settings, **options: Any) -> AsyncIterator[Wo
     assert settings.redis_url is not None
     worker = Worker(settings, settings.redis_url, **options)
     task = asyncio.create_task(worker.run())
-    deadline = time.monotonic() + 10
-    while not (worker.subscriber.running and worker.metrics_port):
-        assert not task.done(), "the worker stopped while starting"
-        assert time.monotonic() < deadline, "the worker did not start within 10 s"
-        await asyncio.sleep(0.01)
     try:
+        # Every partition's reader: FastStream starts them one after another, and under load
+        # the later ones start well after the first (whose entries may be done by then).
+        deadline = time.monotonic() + 10
+        while not (worker._readers_running() and worker.metrics_port):
+            assert not task.done(), "the worker stopped while starting"
+            assert time.monotonic() < deadline, "the worker did not start within 10 s"
+            await asyncio.sleep(0.01)
         yield worker
     finally:
         worker.stop()

@@ -22,7 +22,8 @@ from thoughtline.worker.commit import Committer
 from thoughtline.worker.entries import DeliveredEntry, process
 from thoughtline.worker.group import ensure_group
 from thoughtline.worker.live import LiveHandler
-from thoughtline.worker.live_entries import is_live, live_keys
+from thoughtline.worker.live_entries import KeysOfStreams, is_live, live_keys, stream_keys
+from thoughtline.worker.live_parked import Parked
 from thoughtline.worker.live_scripts import pack
 from thoughtline.worker.metrics import Metrics
 from thoughtline.worker.settings import Settings, load_settings
@@ -147,6 +148,24 @@ async def test_chunks_out_of_order_wait_and_are_applied_in_order(
     exposition = handler._metrics.exposition().decode()
     assert 'thoughtline_live_chunks_total{outcome="waited"} 3.0' in exposition
     assert 'thoughtline_live_chunks_total{outcome="applied"} 6.0' in exposition
+
+
+async def test_a_parked_chunk_is_checked_again_when_it_is_applied(
+    aclient: redis_asyncio.Redis, client: redis.Redis, live_settings: Settings
+) -> None:
+    """A chunk read from an entry is checked once (as it is read); one taken from the parked
+    hash, where anything may have written it, is checked again before it is applied."""
+    handler = await _handler(aclient, live_settings)
+    await _publish(aclient, live_settings, "s-parked", [1])
+    await handler.handle(await _read(aclient, live_settings))
+    keys = live_keys(live_settings, "s-parked")
+    stored = msgspec.msgpack.decode(cast(bytes, client.hget(keys.parked, "1")), type=Parked)
+    stored.format = "no_such_format"
+    client.hset(keys.parked, "1", msgspec.msgpack.encode(stored))
+    await _publish(aclient, live_settings, "s-parked", [0])
+    await handler.handle(await _read(aclient, live_settings))
+    assert [delta["seq"] for delta in _deltas(client, live_settings, "s-parked")] == [0]
+    assert client.hget(keys.state, "seq") == b"1"
 
 
 async def test_a_chunk_published_twice_is_applied_once(
@@ -644,6 +663,20 @@ async def test_every_write_of_a_run_renews_the_keys_and_the_progress(
     assert client.zscore(keys.open, "renew") is None
     assert client.pttl(keys.log) <= 1000 and client.pttl(keys.parked) <= 1000
     assert 0 < client.pttl(keys.state) <= ttl * 1000
+
+
+def test_a_streams_keys_are_made_once_and_stay_right() -> None:
+    """`KeysOfStreams` gives each stream the keys `stream_keys` makes (the script's three as
+    their bytes), the same object while it is kept, and stays bounded."""
+    partition = Settings().keys()
+    keys_of = KeysOfStreams(partition, size=2)
+    first = keys_of("a")
+    assert first == stream_keys(partition, "a")
+    assert first.script == (first.state.encode(), first.parked.encode(), first.log.encode())
+    assert keys_of("a") is first
+    for stream in ("b", "c", "a"):  # past the size: made again, the same keys
+        assert keys_of(stream) == stream_keys(partition, stream)
+    assert len(keys_of._keys) <= 2
 
 
 def test_the_script_reads_every_argument_as_packed(client: redis.Redis) -> None:

@@ -293,3 +293,47 @@ async def test_sigterm_while_redis_refuses_the_commit_ends_within_the_shutdown_t
     assert run.result() == 0
     assert client.xpending(settings.input_stream, settings.group)["pending"] == 1
     assert client.xlen(settings.output_stream) == 0
+
+
+def _open_connections(client: redis.Redis) -> int:
+    """Connections the suite's Redis has open (`client`'s own among them)."""
+    return len(client.client_list())
+
+
+async def test_a_worker_whose_start_fails_stops_its_readers_and_closes_its_connections(
+    settings: Settings, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FastStream skips the stop when a start-up step fails: the readers read on, and the
+    connections were left to the garbage collector (a ResourceWarning in a later test)."""
+    from thoughtline.worker.app import Worker
+
+    async def fails(self: Worker) -> None:
+        raise RuntimeError("a start-up step failed")
+
+    monkeypatch.setattr(Worker, "_after_startup", fails)  # the readers run, all connections open
+    assert settings.redis_url is not None
+    before = _open_connections(client)
+    worker = Worker(settings, settings.redis_url)
+    with pytest.raises(RuntimeError, match="a start-up step failed"):
+        await worker.run()
+    assert not any(lane.subscriber.running for lane in worker.lanes)
+    await wait_until(lambda: _open_connections(client) == before, timeout=5)
+
+
+async def test_a_cancelled_worker_stops_its_tasks_and_closes_its_connections(
+    settings: Settings, client: redis.Redis
+) -> None:
+    """An application that runs the worker as a task of its own and cancels it."""
+    from thoughtline.worker.app import Worker
+
+    assert settings.redis_url is not None
+    before = _open_connections(client)
+    worker = Worker(settings, settings.redis_url)
+    run = asyncio.create_task(worker.run())
+    await wait_until(lambda: worker._reclaimer is not None and worker._readers_running())
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert worker._reclaimer.done()
+    assert not worker._readers_running()
+    await wait_until(lambda: _open_connections(client) == before, timeout=5)

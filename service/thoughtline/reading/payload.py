@@ -13,6 +13,10 @@ from thoughtline.contract.record import KNOWN_FORMATS, FormatName, is_format_nam
 
 DEFAULT_MAX_PAYLOAD_BYTES: Final = 32 * 1024 * 1024
 _JSON_OBJECT_START: Final = (b"{",)  # the usual first byte: no copy to strip
+_FORMAT_NAMES: Final[dict[str, FormatName]] = {
+    name: name for name in KNOWN_FORMATS if is_format_name(name)
+}
+"""Each known format's name, typed: one lookup checks a given name (no call per payload)."""
 
 
 class CheckedPayload(msgspec.Struct, frozen=True):
@@ -42,12 +46,8 @@ def check_payload(
         raise NormalizeError("empty", f"{what} is empty")
     if not data.isascii():  # a word-at-a-time scan first: most JSON on the wire is ASCII
         require_utf8(data, what)
-    named: FormatName | None = None
-    if format is None:
-        pass
-    elif is_format_name(format):
-        named = format
-    else:
+    named = None if format is None else _FORMAT_NAMES.get(format)
+    if named is None and format is not None:
         raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(KNOWN_FORMATS)}")
     body = data if data[:1] in _JSON_OBJECT_START else data.strip()
     return CheckedPayload(body, named, None if meta is None else meta_object(meta))

@@ -338,6 +338,13 @@ to the next occurrence of it in C and tries the marker there, with no Python ste
 HTML or code answer. `MARKERS` with the code runs left out, split by first character."""
 
 
+DIALECT_MARKER_FIRST_CHARACTERS: Final = tuple(
+    character for character, _ in DIALECT_MARKER_SEARCHES
+)
+"""The first characters of `DIALECT_MARKER_SEARCHES`: a text holding none of them has no
+delimiter, wrapper or tool-call marker (`extract`'s quick check, a few `in` tests)."""
+
+
 LONGEST_MARKER: Final = max(len(marker) for marker in ROLES_LITERALS) + len("thought\r\n")
 """How far before the end of a live text a marker may still be growing."""
 

@@ -400,12 +400,17 @@ class LiveEngine:
         if state.prompt_thinking is not None:
             self.prompt_thinking = state.prompt_thinking
 
-    def apply(self, chunk: LiveChunk, *, max_state_bytes: int | None = None) -> LiveStep:
+    def apply(
+        self, chunk: LiveChunk, *, max_state_bytes: int | None = None, checked: bool = False
+    ) -> LiveStep:
         """Apply the stream's next chunk. A stream whose logged chunks would exceed
         `max_state_bytes` ends with this chunk (its record then says what the chunks say:
         `truncated_stream` unless this was the terminal event). The engine moves on: if the
-        step is not committed, the engine must be dropped."""
-        check_chunk(chunk)
+        step is not committed, the engine must be dropped. `checked`: the caller has run
+        `check_chunk` on this very chunk (a worker does as it reads each entry), so it is not
+        run twice."""
+        if not checked:
+            check_chunk(chunk)
         if self.state.closed:
             raise LiveOrderError(f"stream {chunk.stream!r} is closed")
         if chunk.seq != self.position or chunk.seq != self.state.next_seq:

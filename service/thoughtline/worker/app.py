@@ -244,7 +244,10 @@ class Worker:
 
     async def run(self) -> int:
         """Run until SIGTERM/SIGINT (exit status 0) or a fatal loss (`EXIT_FATAL`)."""
-        await self.app.run(log_level=logging.INFO)
+        try:
+            await self.app.run(log_level=logging.INFO)
+        finally:
+            await self._release()
         return self.exit_code
 
     def stop(self) -> None:
@@ -326,6 +329,19 @@ class Worker:
                 self.shutdown_timeout,
             )
         await cancel_until_done(drain)
+        await self.health.stop()
+        await self.client.aclose()
+
+    async def _release(self) -> None:
+        """Stop what the worker started and close its Redis connections, also when the stop
+        (`_on_shutdown`) never ran: FastStream skips it when a start-up step fails, and a
+        cancelled `run()` skips it too. The readers and background tasks then ran on, and the
+        connections were left to the garbage collector (a ResourceWarning, in whatever code
+        ran then). After a stop there is nothing left to do: each step is a no-op."""
+        for task in (self._reclaimer, self._consumer_cleanup, self._live_sweep):
+            if task is not None and not task.done():
+                await cancel_until_done(task)
+        await self.broker.stop()  # its readers, and its connection pool
         await self.health.stop()
         await self.client.aclose()
 

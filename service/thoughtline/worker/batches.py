@@ -128,7 +128,10 @@ class BatchHandler:
         returned, to be normalized."""
         if self._live is None:
             return entries
-        live = [entry for entry in entries if is_live(entry.fields)]
+        live: list[DeliveredEntry] = []
+        whole: list[DeliveredEntry] = []
+        for entry in entries:  # one pass over the batch, not one per kind
+            (live if is_live(entry.fields) else whole).append(entry)
         if not live:
             return entries
         if background is not None:
@@ -138,7 +141,7 @@ class BatchHandler:
             )
         else:
             await self._live.handle(live)
-        return [entry for entry in entries if not is_live(entry.fields)]
+        return whole
 
     async def _normalize(self, entries: Sequence[DeliveredEntry]) -> list[Outcome]:
         """The outcomes of `entries`, in their order: on the loop while that stays short (see

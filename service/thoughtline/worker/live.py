@@ -68,7 +68,7 @@ from thoughtline.worker.connections import RedisClient
 from thoughtline.worker.entries import DeliveredEntry, Fields, Outcome
 from thoughtline.worker.live_commit import LiveCommitter, count_dead
 from thoughtline.worker.live_engines import KeptEngines, StreamLocks
-from thoughtline.worker.live_entries import LiveKeys, dead_outcome, read_entry, stream_keys
+from thoughtline.worker.live_entries import KeysOfStreams, LiveKeys, dead_outcome, read_entry
 from thoughtline.worker.live_parked import parked_run
 from thoughtline.worker.live_plans import (
     INLINE_BYTES,
@@ -118,7 +118,8 @@ class LiveHandler:
         self._committer = LiveCommitter(client, settings, metrics)
         self._read_script = client.register_script(READ_SCRIPT)
         self._dead_letters = Committer(client, settings)
-        self._partition = settings.keys()
+        self._keys = KeysOfStreams(settings.keys())
+        """Each stream's keys, made once (not at every batch)."""
         self._sweep = LiveSweep(client, settings, metrics)
         self.interval = self._sweep.interval
         """How often `sweep` runs: parked chunks whose worker died wait about this long."""
@@ -258,8 +259,8 @@ class LiveHandler:
             return slow
         for (stream, _, plan), results in zip(runs, replies, strict=True):
             parked_next = results.pop() == 1
-            finished = {id(done.entry) for done in self._settle(stream, plan, results)}
-            rest = [entry for entry in by_stream[stream] if id(entry) not in finished]
+            finished = self._settle(stream, plan, results)
+            rest = _unfinished(by_stream[stream], finished)
             if rest or parked_next:
                 slow[stream] = rest
         return slow
@@ -290,9 +291,6 @@ class LiveHandler:
             self._engines.drop(stream)
             return None
         return plan
-
-    def _keys(self, stream: str) -> LiveKeys:
-        return stream_keys(self._partition, stream)
 
     def _read(self, fields: Fields, delivery_count: int) -> LiveChunk:
         payload = fields.get(b"payload")
@@ -424,7 +422,11 @@ class LiveHandler:
                     engine = LiveStream.start(
                         chunk, prompt_table=self._settings.live_prompt_reasoning_table
                     )
-                step = engine.apply(chunk, max_state_bytes=self._settings.live_max_state_bytes)
+                step = engine.apply(
+                    chunk,
+                    max_state_bytes=self._settings.live_max_state_bytes,
+                    checked=mode == "apply",  # read by `_read` (a parked chunk, from Redis)
+                )
             except LiveOrderError:
                 break
             except NormalizeError as error:
@@ -445,10 +447,13 @@ class LiveHandler:
         again)."""
         finished: list[Planned] = []
         applied = 0
+        every_one = True  # every step computed from the engine was applied
         for planned, result in zip(plan.steps, results, strict=False):
             if result == -1:
                 break
             finished.append(planned)
+            if result != 1:
+                every_one = False
             if planned.mode == "park":
                 self._count_park(planned, result)
             elif result == 1 and planned.step is not None:
@@ -465,9 +470,7 @@ class LiveHandler:
         if plan.engine is None:  # a park: the kept engine (if any) was not used
             return finished
         self._engines.drop(stream)
-        every_one = len(finished) == len(plan.steps) and all(
-            result == 1 for result in results[: len(finished)]
-        )
+        every_one = every_one and len(finished) == len(plan.steps)
         if every_one and not plan.dead and not plan.engine.state.closed:
             self._engines.keep(stream, plan.engine)
         return finished
@@ -576,6 +579,15 @@ class LiveHandler:
 
     def _count_dead(self, format_name: str | None, reason: str) -> None:
         count_dead(self._metrics, format_name, reason)
+
+
+def _unfinished(entries: list[LiveEntry], finished: list[Planned]) -> list[LiveEntry]:
+    """The `entries` of a stream that no step in `finished` (computed from some of them, each
+    from its own) finished: none when there are as many finished, as there nearly always are."""
+    if len(finished) == len(entries):
+        return []
+    done = {id(planned.entry) for planned in finished}
+    return [entry for entry in entries if id(entry) not in done]
 
 
 _PARK_OUTCOMES: Final = {2: "waited", 3: "repeated", 4: "late"}

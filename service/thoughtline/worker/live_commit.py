@@ -76,7 +76,7 @@ class LiveCommitter:
                     )
                 steps.append(self._step(stream, plan, dead))
             packed.append([stream, steps])
-            script_keys += [keys.state.encode(), keys.parked.encode(), keys.log.encode()]
+            script_keys += keys.script
         arguments: list[bytes | str | int] = [
             self._settings.group,
             self._settings.live_ttl_seconds,

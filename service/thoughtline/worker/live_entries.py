@@ -16,6 +16,8 @@ from thoughtline.worker.entries import Fields, Outcome, Output
 from thoughtline.worker.settings import Settings
 
 STREAM_FIELD: Final = b"stream"
+KEPT_KEYS: Final = 4096
+"""Streams whose keys a handler keeps made (`KeysOfStreams`)."""
 
 
 class LiveKeys(NamedTuple):
@@ -23,6 +25,9 @@ class LiveKeys(NamedTuple):
     parked: str
     open: str
     log: str
+    script: tuple[bytes, bytes, bytes]
+    """The stream's keys among the live script's KEYS (state, parked, log), as bytes: the
+    client sends bytes as they are (a str it encodes, at every call)."""
 
 
 def live_keys(settings: Settings, stream: str) -> LiveKeys:
@@ -31,9 +36,29 @@ def live_keys(settings: Settings, stream: str) -> LiveKeys:
 
 def stream_keys(keys: PartitionKeys, stream: str) -> LiveKeys:
     """`live_keys` from the partition's keys (a handler reads them once, not per chunk)."""
+    state, parked, log = keys.live_state(stream), keys.live_parked(stream), keys.live_log(stream)
     return LiveKeys(
-        keys.live_state(stream), keys.live_parked(stream), keys.live_open_set, keys.live_log(stream)
+        state, parked, keys.live_open_set, log, (state.encode(), parked.encode(), log.encode())
     )
+
+
+class KeysOfStreams:
+    """`stream_keys` of one partition, kept for the streams seen last: each batch names the
+    keys of each of its streams, and most of its streams come again in the next batches
+    (formatting and encoding a stream's keys cost about as much as packing one of its steps)."""
+
+    def __init__(self, partition: PartitionKeys, size: int = KEPT_KEYS) -> None:
+        self._partition = partition
+        self._size = size
+        self._keys: dict[str, LiveKeys] = {}
+
+    def __call__(self, stream: str) -> LiveKeys:
+        keys = self._keys.get(stream)
+        if keys is None:
+            if len(self._keys) >= self._size:  # bounded: made again when they come again
+                self._keys.clear()
+            keys = self._keys[stream] = stream_keys(self._partition, stream)
+        return keys
 
 
 def is_live(fields: Fields) -> bool:

@@ -63,10 +63,16 @@ async def off_loop_if_large(function: Callable[..., T], *arguments: object, size
 def run_size(engine: LiveStream | None, run: Sequence[LiveEntry], cap: int) -> int:
     """What computing `run` reads: its chunks, and the whole stream when the run ends it (the
     record is read from every chunk), by a final chunk or the size cap."""
-    size = sum(len(entry.chunk.payload or b"") for entry in run)
+    size = 0
+    final = False
+    for entry in run:  # one pass, no generators: this runs for every stream of every batch
+        chunk = entry.chunk
+        if chunk.payload is not None:
+            size += len(chunk.payload)
+        final = final or chunk.final
     if engine is None:
         return size
-    ends = any(entry.chunk.final for entry in run) or engine.state.stored_bytes + size > cap
+    ends = final or engine.state.stored_bytes + size > cap
     return size + engine.size if ends else size
 
 

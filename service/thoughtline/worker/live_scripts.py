@@ -243,11 +243,14 @@ _STRING_HEADERS: Final = [bytes([0xA0 | size]) for size in range(32)] + [
     b"\xd9" + bytes([size]) for size in range(32, 256)
 ]
 _ARRAY_HEADERS: Final = [bytes([0x90 | size]) for size in range(16)]
+_EMPTY_ARRAY: Final = _ARRAY_HEADERS[0]
 
 
 def _pack_into(items: list[object], parts: list[bytes]) -> None:
     """Appends the msgpack of the list `items` to `parts` (one join at the end, no copy per
-    level; a string's header is looked up, not built, below 256 bytes)."""
+    level; a string's header is looked up, not built, below 256 bytes). Tested in the order
+    items come most: bytes (most of a step's fields are), str, then lists, of which an empty
+    one (a step's dead letters, nearly always) is one header without a call."""
     append = parts.append
     size = len(items)
     if size < 16:
@@ -257,13 +260,16 @@ def _pack_into(items: list[object], parts: list[bytes]) -> None:
             b"\xdc" + size.to_bytes(2, "big") if size < 65536 else b"\xdd" + size.to_bytes(4, "big")
         )
     for item in items:
-        if type(item) is str:
-            data = item.encode()
-        elif type(item) is bytes:
+        if type(item) is bytes:
             data = item
+        elif type(item) is str:
+            data = item.encode()
         else:
             assert isinstance(item, list)
-            _pack_into(item, parts)
+            if item:
+                _pack_into(item, parts)
+            else:
+                append(_EMPTY_ARRAY)
             continue
         length = len(data)
         append(_STRING_HEADERS[length] if length < 256 else _long_string_header(length))
