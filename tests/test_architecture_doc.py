@@ -28,6 +28,7 @@ def test_the_format_checklist_names_the_folder_files() -> None:
         "request.py",
         "replay.py",
         "shape.py",
+        "endpoint.py",
         "row.py",
         "__init__.py",
     ]

@@ -1,5 +1,6 @@
 """A provider's knowledge lives in its folder: its distinctive wire names (stream events, field
-names no other format uses) appear in code only in `providers/<format>/`, the registry and
+names no other format uses, the URL paths, hosts and user agents capture tells its calls by)
+appear in code only in `providers/<format>/`, the registry and
 detection, and nowhere else in the package: not as string values, nor as the names of a
 struct's fields, attributes read or keywords passed (a msgspec struct that reads a field names
 it so). Docstrings and comments may name them; code may not. Each exception below is one line
@@ -28,6 +29,9 @@ WIRE_NAMES: dict[str, tuple[str, ...]] = {
         "finishReason",
         "functionCall",
         "inlineData",
+        ":generateContent",
+        ":streamGenerateContent",
+        "enerateContent",  # as the model-in-path pattern writes it, `[gG]enerateContent`
     ),
     "anthropic": (
         "content_block_delta",
@@ -41,6 +45,8 @@ WIRE_NAMES: dict[str, tuple[str, ...]] = {
         "stop_reason",
         "cache_creation_input_tokens",
         "cache_read_input_tokens",
+        "/v1/messages",
+        "/threads/",  # the Assistants' messages its endpoint leaves out
     ),
     "openai_chat": (
         "chat.completion.chunk",
@@ -49,6 +55,7 @@ WIRE_NAMES: dict[str, tuple[str, ...]] = {
         "completion_tokens_details",
         "prompt_tokens_details",
         "x_groq",
+        "/chat/completions",
     ),
     "openai_responses": (
         "encrypted_content",
@@ -57,6 +64,7 @@ WIRE_NAMES: dict[str, tuple[str, ...]] = {
         "response.reasoning_summary_text.delta",
         "function_call_output",
         "incomplete_details",
+        "/responses",
     ),
     "bedrock_converse": (
         "reasoningContent",
@@ -71,9 +79,18 @@ WIRE_NAMES: dict[str, tuple[str, ...]] = {
         "contentBlockDelta",
         "contentBlockStop",
         "messageStop",
+        "/converse",
+        "amazon.eventstream",
     ),
-    "mistral": ("model_length",),
-    "ollama": ("prompt_eval_count", "eval_count", "done_reason", "keep_alive"),
+    "mistral": ("model_length", "mistral.ai", "mistral-client"),
+    "ollama": (
+        "prompt_eval_count",
+        "eval_count",
+        "done_reason",
+        "keep_alive",
+        "/api/chat",
+        "/api/generate",
+    ),
 }
 """Per provider folder: names that belong to that provider alone."""
 
@@ -139,10 +156,10 @@ def _owner_folder(relative: Path) -> str | None:
     return parts[1] if parts[0] == "providers" and len(parts) > 2 else None
 
 
-def stray_names(wire_names: dict[str, tuple[str, ...]]) -> list[str]:
+def stray_names(wire_names: dict[str, tuple[str, ...]], package: Path = PACKAGE) -> list[str]:
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(PACKAGE)
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
         if relative.as_posix() in SHARED_PLACES:
             continue
         owner = _owner_folder(relative)
@@ -184,6 +201,42 @@ def test_a_name_used_outside_its_folder_is_found(provider: str, name: str, place
     found = stray_names({provider: (name,)})
     assert found != []
     assert all(place in line for line in found)
+
+
+CAPTURE_TABLE_BEFORE = """
+def format_of(method, host, path, user_agent):
+    if method != "POST":
+        return None
+    if path.endswith((":generateContent", ":streamGenerateContent")):
+        return "gemini"
+    if path.endswith("/chat/completions"):
+        if host.endswith("mistral.ai") or user_agent.startswith("mistral-client"):
+            return "mistral"
+        return "openai_chat"
+    if path.endswith("/responses"):
+        return "openai_responses"
+    if path.endswith("/v1/messages") or (path.endswith("/messages") and "/threads/" not in path):
+        return "anthropic"
+    if path.endswith(("/api/chat", "/api/generate")):
+        return "ollama"
+    return None
+
+_MODEL_IN_PATH = re.compile(
+    r"models/([^/:]+):(?:stream)?[gG]enerateContent$|/model/(.+)/converse(?:-stream)?$"
+)
+_EVENT_STREAM = "application/vnd.amazon.eventstream"
+"""
+"""Capture's URL table as it stood before each provider's endpoint moved to its folder."""
+
+
+def test_an_endpoint_put_back_into_capture_is_found(tmp_path: Path) -> None:
+    """Every provider's URL knowledge, written in capture again, stands outside its folder."""
+    (tmp_path / "capture").mkdir()
+    (tmp_path / "capture" / "exchanges.py").write_text(CAPTURE_TABLE_BEFORE)
+    found = stray_names(WIRE_NAMES, tmp_path)
+    providers = {line.rsplit("(", 1)[1].rstrip(")") for line in found}
+    assert providers == set(WIRE_NAMES)
+    assert all(line.startswith("capture/exchanges.py:") for line in found)
 
 
 def test_a_field_name_in_code_is_found(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ thread (decoding, reading the model, encoding `meta`).
 from __future__ import annotations
 
 import logging
-import re
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import msgspec
 from thoughtline import client
 from thoughtline.capture.encodings import decodable
 from thoughtline.contract.record import FormatName
+from thoughtline.providers import endpoints
 
 Ending = Literal["complete", "closed", "broken"]
 """How the response body ended: read to its end; closed by the caller before its end (an SDK
@@ -33,36 +33,23 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_MODEL_IN_PATH: Final = re.compile(
-    r"models/([^/:]+):(?:stream)?[gG]enerateContent$|/model/(.+)/converse(?:-stream)?$"
-)
-_EVENT_STREAM: Final = "application/vnd.amazon.eventstream"
+_BINARY_STREAMS: Final = endpoints.BINARY_STREAM_TYPES
+"""Bedrock's event stream: turned into JSON lines, never published live."""
 _STREAM_TYPES: Final = (
     "text/event-stream",
     "application/x-ndjson",
     "application/jsonl",
-    _EVENT_STREAM,
+    *_BINARY_STREAMS,
 )
+_STREAMING_PATHS: Final = endpoints.STREAMING_PATHS
+"""Calls that stream whatever their content type (Gemini's `streamGenerateContent`)."""
 
 
-def format_of(method: str, host: str, path: str, user_agent: str) -> FormatName | None:
-    """The wire format of a provider call, from its URL; None for any other request (model
-    lists, files, embeddings...), which is passed through and not published."""
-    if method != "POST":
-        return None
-    if path.endswith((":generateContent", ":streamGenerateContent")):
-        return "gemini"
-    if path.endswith("/chat/completions"):
-        if host.endswith("mistral.ai") or user_agent.startswith("mistral-client"):
-            return "mistral"
-        return "openai_chat"
-    if path.endswith("/responses"):
-        return "openai_responses"
-    if path.endswith("/v1/messages") or (path.endswith("/messages") and "/threads/" not in path):
-        return "anthropic"
-    if path.endswith(("/api/chat", "/api/generate")):
-        return "ollama"
-    return None
+format_of: Final = endpoints.format_of_call
+"""The wire format of a provider call, `format_of(method, host, path, user_agent)`, from its URL
+(each provider's endpoint says which are its calls); None for any other request (model lists,
+files, embeddings...), which is passed through and not published. The endpoints' compiled
+tests themselves: this runs on the application's request path."""
 
 
 @dataclass(slots=True)
@@ -109,7 +96,7 @@ def streams_live(capture: Capture) -> bool:
     deflate; br and zstd when their packages are installed; several stacked), since the cuts
     are made in the decoded bytes (`encodings`). Bedrock's binary event stream is captured by
     its own hooks."""
-    if not _is_stream(capture) or capture.content_type.startswith(_EVENT_STREAM):
+    if not _is_stream(capture) or capture.content_type.startswith(_BINARY_STREAMS):
         return False
     return decodable(capture.content_encoding)
 
@@ -123,7 +110,7 @@ def live_entry_of(piece: LivePiece) -> dict[str, bytes]:
         request = _read_request(capture.request_body)
         meta = dict(capture.meta)
         meta.update(
-            model=_model_in_path(capture.method_path) or request.model,
+            model=endpoints.model_in_path(capture.method_path) or request.model,
             path=capture.method_path,
             status=capture.status,
             stream=True,
@@ -156,10 +143,10 @@ def entries_of(capture: Capture) -> list[dict[str, bytes]] | None:
         if decoded is None:
             return None
         body = decoded
-    if capture.content_type.startswith(_EVENT_STREAM):
+    if capture.content_type.startswith(_BINARY_STREAMS):
         body = _event_lines(body)
     request = _read_request(capture.request_body)
-    model = _model_in_path(capture.method_path) or request.model
+    model = endpoints.model_in_path(capture.method_path) or request.model
     streamed = bool(request.stream) or _is_stream(capture)
     meta = dict(capture.meta)
     meta.update(
@@ -188,14 +175,8 @@ def entries_of(capture: Capture) -> list[dict[str, bytes]] | None:
 
 def _is_stream(capture: Capture) -> bool:
     return capture.content_type.startswith(_STREAM_TYPES) or capture.method_path.endswith(
-        ":streamGenerateContent"
+        _STREAMING_PATHS
     )
-
-
-def _model_in_path(path: str) -> str | None:
-    """Gemini's and Bedrock's model, named in the URL rather than the body."""
-    found = _MODEL_IN_PATH.search(path)
-    return (found.group(1) or found.group(2)) if found else None
 
 
 def _event_lines(body: bytes) -> bytes:

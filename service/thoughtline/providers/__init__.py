@@ -1,4 +1,5 @@
 """One folder per provider format (`<format>/`: its body reader, stream assembler, request
-reader, replay pieces, shape probes and row), the registry listing the rows in detection
-order, and detection walking their probes. Engines below are handed a row; only the API and
-the edges look a format up here."""
+reader, replay pieces, shape probes, endpoint and row), the registry listing the rows in
+detection order, detection walking their probes, and `endpoints` listing what capture asks of
+the URLs (light: no reader behind it). Engines below are handed a row; only the API and the
+edges look a format up here."""
