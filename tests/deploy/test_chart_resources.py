@@ -230,6 +230,34 @@ def test_keda_with_partitions_scales_on_the_summed_lag_from_prometheus() -> None
     assert chart.only(values, "ConfigMap")["data"]["THOUGHTLINE_PARTITIONS"] == "6"
 
 
+def test_large_keda_counts_are_written_as_integers() -> None:
+    """KEDA reads `lagCount` and `activationLagCount` as integers: a million was written
+    `1e+06` (Helm reads values as floats), which KEDA refuses. Prometheus's thresholds too,
+    and the ScaledObject's own counts."""
+    keda = {
+        "lagCount": 1_000_000,
+        "activationLagCount": 2_000_000,
+        "maxReplicaCount": 1_000_000,
+        "pollingInterval": 1_000_000,
+        "cooldownPeriod": 1_000_000,
+    }
+    scaled = chart.only({"keda": {"enabled": True, **keda}}, "ScaledObject")
+    metadata = scaled["spec"]["triggers"][0]["metadata"]
+    assert (metadata["lagCount"], metadata["activationLagCount"]) == ("1000000", "2000000")
+    for key in ("maxReplicaCount", "pollingInterval", "cooldownPeriod"):
+        assert scaled["spec"][key] == 1_000_000, key
+    trigger = _trigger(
+        {
+            "config": {"partitions": 2},
+            "keda": {"prometheus": {"serverAddress": "http://prom:9090"}, **keda},
+        }
+    )
+    assert (trigger["metadata"]["threshold"], trigger["metadata"]["activationThreshold"]) == (
+        "1000000",
+        "2000000",
+    )
+
+
 def test_keda_authenticates_with_a_password_secret() -> None:
     values = {"keda": {"enabled": True, "passwordSecret": {"name": "auth", "key": "pw"}}}
     authentication = chart.only(values, "TriggerAuthentication")

@@ -337,3 +337,37 @@ async def test_a_cancelled_worker_stops_its_tasks_and_closes_its_connections(
     assert worker._reclaimer.done()
     assert not worker._readers_running()
     await wait_until(lambda: _open_connections(client) == before, timeout=5)
+
+
+async def test_a_cancelled_worker_stops_its_commit_in_flight(
+    settings: Settings, client: redis.Redis
+) -> None:
+    """A commit still retrying when `run()` is cancelled ran on after the worker's connections
+    were closed (it reconnected, and was never stopped): it is given the stop's bound, then
+    cancelled; its entry stays pending."""
+    from redis import exceptions as redis_errors
+
+    from thoughtline.worker.app import Worker
+
+    assert settings.redis_url is not None
+    worker = Worker(settings, settings.redis_url)
+    worker.shutdown_timeout = 0.2
+    attempts = 0
+
+    async def unreachable(**_: Any) -> list[int]:
+        nonlocal attempts
+        attempts += 1
+        raise redis_errors.ConnectionError("Connection closed by server.")
+
+    worker.batches._committer._script = unreachable  # type: ignore[assignment]
+    run = asyncio.create_task(worker.run())
+    await wait_until(lambda: worker._reclaimer is not None and worker._readers_running())
+    client.xadd(settings.input_stream, {"payload": GOOD, "id": "stuck"})
+    await wait_until(lambda: attempts >= 1)
+    commit = worker.batches._commit_task
+    assert commit is not None
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert commit.done()
+    assert client.xpending(settings.input_stream, settings.group)["pending"] == 1

@@ -337,11 +337,17 @@ class Worker:
         (`_on_shutdown`) never ran: FastStream skips it when a start-up step fails, and a
         cancelled `run()` skips it too. The readers and background tasks then ran on, and the
         connections were left to the garbage collector (a ResourceWarning, in whatever code
-        ran then). After a stop there is nothing left to do: each step is a no-op."""
+        ran then), and a commit in flight ran on. After a stop there is nothing left to do:
+        each step is a no-op."""
         for task in (self._reclaimer, self._consumer_cleanup, self._live_sweep):
             if task is not None and not task.done():
                 await cancel_until_done(task)
         await self.broker.stop()  # its readers, and its connection pool
+        # A commit still running (a cancelled run) is given the stop's bound, then cancelled:
+        # left, it ran on and reconnected after the close below.
+        await asyncio.gather(
+            *(lane.batches.finish(timeout=self.shutdown_timeout) for lane in self.lanes)
+        )
         await self.health.stop()
         await self.client.aclose()
 
