@@ -339,3 +339,18 @@ def test_the_image_is_pinned_by_digest_when_given() -> None:
     assert _container()["image"] == "thoughtline:0.1.0"
     pinned = _container(chart.VARIANTS["hpa-existing-secret"])["image"]
     assert pinned == "thoughtline@sha256:" + "0" * 64
+
+
+def test_large_replica_counts_are_written_as_integers() -> None:
+    """Helm reads numbers as floats, and a float of a million or more is written `1e+06`,
+    which Kubernetes refuses as a replica count: every count the chart writes goes through
+    `int64`."""
+    big = 1_000_000
+    worker = chart.only({"replicaCount": big, "terminationGracePeriodSeconds": big}, "Deployment")
+    assert worker["spec"]["replicas"] == big
+    assert worker["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == big
+    scaler = chart.only(
+        {"autoscaling": {"enabled": True, "minReplicas": big, "maxReplicas": 2 * big}},
+        "HorizontalPodAutoscaler",
+    )
+    assert (scaler["spec"]["minReplicas"], scaler["spec"]["maxReplicas"]) == (big, 2 * big)

@@ -286,7 +286,7 @@ def test_contents_that_are_not_json_raise_replay_error_without_quoting_them(name
 
 
 def test_a_role_that_is_no_string_is_refused_by_path() -> None:
-    with pytest.raises(ReplayError, match=r"contents\[0\]: unsupported role \['model'\]"):
+    with pytest.raises(ReplayError, match=r"contents\[0\]: unsupported role \(a list\) "):
         convert_contents(b'[{"role":["model"],"parts":[{"text":"hi"}]}]', "openai_chat")
 
 
@@ -389,3 +389,10 @@ def test_a_foreign_turn_that_is_not_one_is_refused_by_path(content: Any, message
     with pytest.raises(ReplayError, match=message) as caught:
         rebuild_foreign_content(content, "researcher")
     assert "scratch" not in str(caught.value)
+
+
+def test_a_long_role_is_not_quoted() -> None:
+    """A role that holds text by mistake is described, not repeated: it may be reasoning."""
+    role = "the secret scratch of a model that reasons " * 3
+    with pytest.raises(ReplayError, match=r"unsupported role \(a string of 129 characters\)"):
+        convert_contents([{"role": role, "parts": [{"text": "hi"}]}], "openai_chat")

@@ -425,7 +425,8 @@ class LiveHandler:
                 step = engine.apply(
                     chunk,
                     max_state_bytes=self._settings.live_max_state_bytes,
-                    checked=mode == "apply",  # read by `_read` (a parked chunk, from Redis)
+                    # an applied entry was checked by `_read` as it was read; a parked one not
+                    checked=mode == "apply",
                 )
             except LiveOrderError:
                 break

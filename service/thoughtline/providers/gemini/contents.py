@@ -46,6 +46,7 @@ from thoughtline.replay.tool_calls import CallTracker
 _CONVERTIBLE_FIELDS: Final = frozenset(
     {"text", "thought", "thoughtSignature", "functionCall", "functionResponse"}
 )
+_QUOTED_ROLE_CHARACTERS: Final = 32
 _ROLES: Final[dict[str | None, TurnRole]] = {"user": "user", "model": "assistant", None: "user"}
 
 
@@ -109,12 +110,22 @@ def _read_content(content: Any, path: str, tracker: CallTracker, dropped: list[s
         raise ReplayError(f"{path} is not a {{role, parts}} object")
     role = content.get("role")
     if not (role is None or isinstance(role, str)) or role not in _ROLES:  # a list is unhashable
-        raise ReplayError(f"{path}: unsupported role {role!r} (expected 'user' or 'model')")
+        raise ReplayError(f"{path}: unsupported role {_named(role)} (expected 'user' or 'model')")
     events: list[HistoryEvent] = []
     parts = content.get("parts") or []
     for index, part in enumerate(parts if isinstance(parts, list) else [parts]):
         events.extend(_read_part(part, f"{path}.parts[{index}]", role, tracker, dropped))
     return HistoryTurn(_ROLES[role], events)
+
+
+def _named(role: object) -> str:
+    """A refused role as an error may name it: a short string as it is, anything else by its
+    type (a caller's mistake may have put text there, and text is not quoted in errors)."""
+    if isinstance(role, str) and len(role) <= _QUOTED_ROLE_CHARACTERS:
+        return repr(role)
+    if isinstance(role, str):
+        return f"(a string of {len(role)} characters)"
+    return f"(a {type(role).__name__})"
 
 
 def _read_part(
