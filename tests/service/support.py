@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -49,6 +50,15 @@ async def wait_until(condition: Any, timeout: float = 10.0) -> None:
             return
         assert time.monotonic() < deadline, f"not true within {timeout} s"
         await asyncio.sleep(0.02)
+
+
+async def ignore_cancels_for(seconds: float) -> None:
+    """Run on for `seconds`, whatever cancels come meanwhile: a task slow to stop (a commit
+    that finishes before its task takes the cancel)."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(left)
 
 
 def wait_for_length(client: redis.Redis, stream: str, length: int, timeout: float = 20.0) -> None:

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from tests.service.support import ignore_cancels_for
 from thoughtline.worker import retry
 from thoughtline.worker.retry import Backoff
 
@@ -61,3 +62,38 @@ def test_sleep_waits_the_delay_without_growing_it(slept: list[float]) -> None:
     asyncio.run(backoff.sleep())
     assert slept == [0.3, 0.3]
     assert backoff.delay == 0.3
+
+
+async def test_cancel_until_done_waits_for_every_task_slow_to_take_its_cancel() -> None:
+    tasks = [asyncio.create_task(ignore_cancels_for(seconds)) for seconds in (0.3, 0.4)]
+    await retry.cancel_until_done(*tasks)
+    assert all(task.done() for task in tasks)
+
+
+async def test_a_cancel_of_the_caller_is_held_until_its_tasks_are_done() -> None:
+    """A task that cleans up its own tasks when cancelled is cancelled again every 0.1 s by
+    `cancel_until_done`: it must still return only when its tasks are done (else they run on
+    after what they use is closed)."""
+    inner = asyncio.create_task(ignore_cancels_for(0.4))
+
+    async def cleaning_up() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await retry.cancel_until_done(inner)
+
+    outer = asyncio.create_task(cleaning_up())
+    await asyncio.sleep(0)  # it is waiting
+    await retry.cancel_until_done(outer)
+    assert inner.done()
+    assert outer.cancelled()
+
+
+async def test_cancel_until_done_raises_a_task_s_error() -> None:
+    async def fails() -> None:
+        raise RuntimeError("broken")
+
+    task = asyncio.create_task(fails())
+    await asyncio.sleep(0)
+    with pytest.raises(RuntimeError, match="broken"):
+        await retry.cancel_until_done(task)

@@ -10,7 +10,7 @@ import redis
 from faststream.redis import RedisBroker
 
 import thoughtline
-from tests.service.support import running_worker, wait_until
+from tests.service.support import ignore_cancels_for, running_worker, wait_until
 from thoughtline.cli.demo import sample_files, sample_format
 from thoughtline.contract.record import KNOWN_FORMATS
 from thoughtline.providers.registry import format_named
@@ -371,3 +371,25 @@ async def test_a_cancelled_worker_stops_its_commit_in_flight(
         await run
     assert commit.done()
     assert client.xpending(settings.input_stream, settings.group)["pending"] == 1
+
+
+async def test_the_stop_waits_for_a_partition_reclaimer_slow_to_take_its_cancel(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition's reclaimer finishing a commit takes its cancel late. The worker's reclaimer
+    task, itself cancelled again every 0.1 s by the stop, gave up waiting for it: it ran on
+    after the client was closed, reconnected, and left the connection to the garbage
+    collector (a ResourceWarning in a later test)."""
+    from thoughtline.worker.reclaim import Reclaimer
+
+    async def slow_to_stop(self: Reclaimer, keep_going: Any) -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await ignore_cancels_for(0.5)
+            raise
+
+    monkeypatch.setattr(Reclaimer, "run", slow_to_stop)
+    async with running_worker(settings):
+        pass
+    assert not [task for task in asyncio.all_tasks() if task.get_name().startswith("reclaimer")]

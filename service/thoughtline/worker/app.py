@@ -339,9 +339,8 @@ class Worker:
         connections were left to the garbage collector (a ResourceWarning, in whatever code
         ran then), and a commit in flight ran on. After a stop there is nothing left to do:
         each step is a no-op."""
-        for task in (self._reclaimer, self._consumer_cleanup, self._live_sweep):
-            if task is not None and not task.done():
-                await cancel_until_done(task)
+        background = (self._reclaimer, self._consumer_cleanup, self._live_sweep)
+        await cancel_until_done(*(task for task in background if task and not task.done()))
         await self.broker.stop()  # its readers, and its connection pool
         # A commit still running (a cancelled run) is given the stop's bound, then cancelled:
         # left, it ran on and reconnected after the close below.
@@ -366,8 +365,7 @@ class Worker:
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in tasks:
-                await cancel_until_done(task)
+            await cancel_until_done(*tasks)  # all of them, even when this task is cancelled
         if not self._stopping:
             self.fail("the reader stopped (the consumer group vanished?)")
 

@@ -23,7 +23,6 @@ problem that lasts until a read succeeds again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
@@ -176,17 +175,31 @@ class RefusedReads:
         self._backoff.reset()
 
 
-async def cancel_until_done(task: asyncio.Task[None]) -> None:
-    """Cancel `task` and wait for it, cancelling again while it runs on.
+async def cancel_until_done(*tasks: asyncio.Task[None]) -> None:
+    """Cancel `tasks` and wait for them all, cancelling again those that run on.
 
     One cancel is not enough: on Python 3.11 `asyncio.wait_for`, which redis-py wraps around
     every command it sends, drops a cancel that lands as the command completes.
+
+    A cancel of the caller while it waits is held until the tasks are done, then raised. The
+    caller is often a task being stopped this same way (the worker's reclaimer, cleaning up its
+    partitions' reclaimers): cancelled again every 0.1 s, it gave up on a task slow to take its
+    cancel (a commit to finish) and returned, and that task ran on after the worker had closed
+    its Redis client, reconnected, and left the connection to the garbage collector.
     """
-    while not task.done():
-        task.cancel()
-        await asyncio.wait([task], timeout=0.1)
-    with contextlib.suppress(asyncio.CancelledError):
-        task.result()
+    interrupted: asyncio.CancelledError | None = None
+    while running := [task for task in tasks if not task.done()]:
+        for task in running:
+            task.cancel()
+        try:
+            await asyncio.wait(running, timeout=0.1)
+        except asyncio.CancelledError as cancel:
+            interrupted = cancel
+    errors = [error for task in tasks if not task.cancelled() and (error := task.exception())]
+    if interrupted is not None:
+        raise interrupted
+    if errors:
+        raise errors[0]
 
 
 async def stop_within(task: asyncio.Task[None], timeout: float | None, what: str) -> None:
