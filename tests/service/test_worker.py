@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import redis
@@ -17,6 +18,9 @@ from thoughtline.providers.registry import format_named
 from thoughtline.worker.commit import Committer
 from thoughtline.worker.entries import process
 from thoughtline.worker.settings import Settings
+
+if TYPE_CHECKING:
+    from thoughtline.worker.app import Worker
 
 pytestmark = pytest.mark.redis
 GOOD = next(s for s in sample_files() if s.name == "gemini.thought-and-answer.json").read_bytes()
@@ -265,25 +269,11 @@ async def test_sigterm_while_redis_refuses_the_commit_ends_within_the_shutdown_t
     settings: Settings, client: redis.Redis
 ) -> None:
     """A commit retrying while Redis is unreachable was waited for forever at the stop."""
-    from redis import exceptions as redis_errors
-
-    from thoughtline.worker.app import Worker
-
-    assert settings.redis_url is not None
-    worker = Worker(settings, settings.redis_url)
-    worker.shutdown_timeout = 0.5
-    attempts = 0
-
-    async def unreachable(**_: Any) -> list[int]:
-        nonlocal attempts
-        attempts += 1
-        raise redis_errors.ConnectionError("Connection closed by server.")
-
-    worker.batches._committer._script = unreachable  # type: ignore[assignment]
+    worker, attempts = worker_whose_commits_fail(settings, shutdown_timeout=0.5)
     run = asyncio.create_task(worker.run())
     await wait_until(lambda: worker.subscriber.running)
     client.xadd(settings.input_stream, {"payload": GOOD, "id": "stuck"})
-    await wait_until(lambda: attempts >= 2)
+    await wait_until(lambda: attempts() >= 2)
     worker.stop()
     finished, _ = await asyncio.wait([run], timeout=15)
     if not finished:
@@ -345,25 +335,11 @@ async def test_a_cancelled_worker_stops_its_commit_in_flight(
     """A commit still retrying when `run()` is cancelled ran on after the worker's connections
     were closed (it reconnected, and was never stopped): it is given the stop's bound, then
     cancelled; its entry stays pending."""
-    from redis import exceptions as redis_errors
-
-    from thoughtline.worker.app import Worker
-
-    assert settings.redis_url is not None
-    worker = Worker(settings, settings.redis_url)
-    worker.shutdown_timeout = 0.2
-    attempts = 0
-
-    async def unreachable(**_: Any) -> list[int]:
-        nonlocal attempts
-        attempts += 1
-        raise redis_errors.ConnectionError("Connection closed by server.")
-
-    worker.batches._committer._script = unreachable  # type: ignore[assignment]
+    worker, attempts = worker_whose_commits_fail(settings, shutdown_timeout=0.2)
     run = asyncio.create_task(worker.run())
     await wait_until(lambda: worker._reclaimer is not None and worker._readers_running())
     client.xadd(settings.input_stream, {"payload": GOOD, "id": "stuck"})
-    await wait_until(lambda: attempts >= 1)
+    await wait_until(lambda: attempts() >= 1)
     commit = worker.batches._commit_task
     assert commit is not None
     run.cancel()
@@ -393,3 +369,26 @@ async def test_the_stop_waits_for_a_partition_reclaimer_slow_to_take_its_cancel(
     async with running_worker(settings):
         pass
     assert not [task for task in asyncio.all_tasks() if task.get_name().startswith("reclaimer")]
+
+
+def worker_whose_commits_fail(
+    settings: Settings, *, shutdown_timeout: float
+) -> tuple[Worker, Callable[[], int]]:
+    """A worker whose every commit finds Redis gone (it retries until stopped), and how many
+    commits it has tried so far."""
+    from redis import exceptions as redis_errors
+
+    from thoughtline.worker.app import Worker
+
+    assert settings.redis_url is not None
+    worker = Worker(settings, settings.redis_url)
+    worker.shutdown_timeout = shutdown_timeout
+    attempts = 0
+
+    async def unreachable(**_: Any) -> list[int]:
+        nonlocal attempts
+        attempts += 1
+        raise redis_errors.ConnectionError("Connection closed by server.")
+
+    worker.batches._committer._script = unreachable  # type: ignore[assignment]
+    return worker, lambda: attempts
