@@ -305,12 +305,7 @@ class Worker:
     async def _on_shutdown(self) -> None:
         if not self._stopping:  # FastStream stopped us: its reader hit a terminal error
             self.fail("the reader stopped (the consumer group vanished?)")
-        if self._reclaimer is not None:
-            await cancel_until_done(self._reclaimer)
-        if self._consumer_cleanup is not None:
-            await cancel_until_done(self._consumer_cleanup)
-        if self._live_sweep is not None:
-            await cancel_until_done(self._live_sweep)
+        await self._cancel_background()
         reader_tasks = [task for lane in self.lanes for task in lane.subscriber.tasks]
         # each waits for its batch in flight, then stops reading
         await asyncio.gather(*(lane.subscriber.stop() for lane in self.lanes))
@@ -339,8 +334,7 @@ class Worker:
         connections were left to the garbage collector (a ResourceWarning, in whatever code
         ran then), and a commit in flight ran on. After a stop there is nothing left to do:
         each step is a no-op."""
-        background = (self._reclaimer, self._consumer_cleanup, self._live_sweep)
-        await cancel_until_done(*(task for task in background if task and not task.done()))
+        await self._cancel_background()
         await self.broker.stop()  # its readers, and its connection pool
         # A commit still running (a cancelled run) is given the stop's bound, then cancelled:
         # left, it ran on and reconnected after the close below.
@@ -349,6 +343,12 @@ class Worker:
         )
         await self.health.stop()
         await self.client.aclose()
+
+    async def _cancel_background(self) -> None:
+        """The reclaimer, the consumer cleanup and the live sweep, cancelled and waited for (the
+        stop's first step, and the release's; a task already done is left as it is)."""
+        background = (self._reclaimer, self._consumer_cleanup, self._live_sweep)
+        await cancel_until_done(*(task for task in background if task and not task.done()))
 
     def _readers_running(self) -> bool:
         return all(lane.subscriber.running for lane in self.lanes)
